@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+/*
+ * The `petstore` command: a thin dispatcher, one file per command under commands/.
+ * Results go to stdout, everything else to stderr; usage errors exit 2, failures exit 1.
+ */
+import { Command, CommanderError } from 'commander'
+import { registerKeysCommands } from './commands/keys.js'
+import { registerMigrateCommand } from './commands/migrate.js'
+import { registerServeCommand } from './commands/serve.js'
+
+const program = new Command('petstore')
+  .description('Petstore v1 service and its administration. Every command honours DATABASE_URL.')
+  .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
+  .showHelpAfterError()
+  .exitOverride()
+
+registerServeCommand(program)
+registerMigrateCommand(program)
+registerKeysCommands(program)
+
+try {
+  await program.parseAsync(process.argv)
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // Help and version are successes; every other commander error is a usage error.
+    process.exit(err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.help' ? 0 : 2)
+  }
+  process.stderr.write(`petstore: ${(err as Error).message}\n`)
+  process.exit(1)
+}

@@ -1,0 +1,102 @@
+import { resolve } from 'node:path'
+import envSchema from 'env-schema'
+import { Type, type Static } from 'typebox'
+
+/**
+ * Every setting, read once from the environment. Nothing else in the code reads process.env:
+ * the frozen Config is passed down. The README's configuration table mirrors this schema.
+ */
+const EnvSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 in a container.' }),
+  DATABASE_URL: Type.String({ minLength: 1, default: 'sqlite:data/petstore.db', description: 'sqlite:PATH (relative to the working directory), sqlite::memory:, or postgres://…' }),
+  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)), { default: 'info', description: 'pino log level.' }),
+  BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1048576, default: 16384, description: 'Largest accepted request body, in bytes; larger → 413.' }),
+  KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, maximum: 1000, default: 500, description: 'How long a verified API key is trusted before the store is asked again; bounds how late a revocation takes effect.' }),
+  SQLITE_SYNCHRONOUS: Type.Union(['FULL', 'EXTRA', 'NORMAL', 'OFF'].map(l => Type.Literal(l)), { default: 'FULL', description: 'SQLite synchronous level. FULL keeps the durability promise through power loss; NORMAL/OFF exist for benchmarks only.' }),
+  GETPET_DEPRECATED_AT: Type.String({ default: '2026-01-01T00:00:00Z', description: 'When getPet was deprecated (Deprecation header).' }),
+  GETPET_SUNSET_AT: Type.String({ default: '2030-12-05T00:00:00Z', description: 'When getPet is removed (Sunset header; 410 from then on).' }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'Longest time to receive a whole request.' }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 72000, description: 'How long an idle keep-alive connection is kept.' }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000, description: 'On SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.' })
+})
+type Env = Static<typeof EnvSchema>
+
+export type DatabaseLocation =
+  | { kind: 'sqlite', path: string } // path is absolute, or ':memory:'
+  | { kind: 'postgres', url: string }
+
+export interface Config {
+  host: string
+  port: number
+  database: DatabaseLocation
+  logLevel: string
+  bodyLimit: number
+  keyCacheTtlMs: number
+  sqliteSynchronous: 'FULL' | 'EXTRA' | 'NORMAL' | 'OFF'
+  getPetDeprecatedAt: Date
+  getPetSunsetAt: Date
+  requestTimeoutMs: number
+  keepAliveTimeoutMs: number
+  shutdownTimeoutMs: number
+}
+
+export class ConfigError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation {
+  if (value === 'sqlite::memory:') return { kind: 'sqlite', path: ':memory:' }
+  if (value.startsWith('sqlite:')) {
+    const path = value.slice('sqlite:'.length)
+    if (path === '') throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:data/petstore.db')
+    return { kind: 'sqlite', path: resolve(cwd, path) }
+  }
+  if (/^postgres(ql)?:\/\//.test(value)) {
+    try {
+      // eslint-disable-next-line no-new
+      new URL(value)
+    } catch {
+      throw new ConfigError('DATABASE_URL: not a valid postgres:// URL')
+    }
+    return { kind: 'postgres', url: value }
+  }
+  throw new ConfigError('DATABASE_URL: must start with sqlite: or postgres:// (got an unsupported scheme)')
+}
+
+function parseDate (name: string, value: string): Date {
+  const ms = Date.parse(value)
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms)) throw new ConfigError(`${name}: must be an ISO 8601 date-time such as 2030-12-05T00:00:00Z`)
+  return new Date(ms)
+}
+
+/** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
+export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
+  let e: Env
+  try {
+    e = envSchema<Env>({ schema: EnvSchema, data: env, dotenv: false })
+  } catch (err) {
+    // env-schema says e.g. "env/PORT must be <= 65535": keep the variable name first.
+    const msg = (err as Error).message.replace(/env\/([A-Z_]+) /g, '$1: ').replace(/^env /, '')
+    throw new ConfigError(msg)
+  }
+  return Object.freeze({
+    host: e.HOST,
+    port: e.PORT,
+    database: parseDatabaseUrl(e.DATABASE_URL, cwd),
+    logLevel: e.LOG_LEVEL,
+    bodyLimit: e.BODY_LIMIT,
+    keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
+    sqliteSynchronous: e.SQLITE_SYNCHRONOUS as Config['sqliteSynchronous'],
+    getPetDeprecatedAt: parseDate('GETPET_DEPRECATED_AT', e.GETPET_DEPRECATED_AT),
+    getPetSunsetAt: parseDate('GETPET_SUNSET_AT', e.GETPET_SUNSET_AT),
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS
+  })
+}
+
+export { EnvSchema }

@@ -1,0 +1,56 @@
+/**
+ * The error catalogue. Every error the API answers is one of these codes, with `status` equal to the
+ * HTTP status. Clients branch on `code`; `message` is for people and may change.
+ * The README's error table is written from this list.
+ */
+export const ERROR_CODES = {
+  validation_failed: { status: 400, description: 'The request body is missing a required field, has an unknown field, or a value breaks its rule.' },
+  invalid_parameter: { status: 400, description: 'A query or path parameter is malformed, out of range, repeated, unknown, or a cursor is tampered with or reused with another filter.' },
+  invalid_json: { status: 400, description: 'The request body is not valid UTF-8 JSON, or uses a forbidden key such as __proto__.' },
+  unauthorized: { status: 401, description: 'The bearer API key is missing, malformed, unknown or revoked.' },
+  not_found: { status: 404, description: 'No such route, or no animal with that id.' },
+  method_not_allowed: { status: 405, description: 'The route exists but not for this method; see the Allow header.' },
+  gone: { status: 410, description: 'The operation was removed at its sunset date; the message names the replacement.' },
+  payload_too_large: { status: 413, description: 'The request body is larger than the body limit.' },
+  unsupported_media_type: { status: 415, description: 'The request body is not application/json (UTF-8).' },
+  header_too_large: { status: 431, description: 'The request headers are too large.' },
+  internal_error: { status: 500, description: 'An unexpected failure; details are logged with the request id, never returned.' },
+  not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders).' },
+  service_unavailable: { status: 503, description: 'The store is unavailable or the service is shutting down; retry later.' }
+} as const satisfies Record<string, { status: number, description: string }>
+
+export type ErrorCode = keyof typeof ERROR_CODES
+
+/** The body of every error response. */
+export interface ErrorBody {
+  code: string
+  message: string
+  status: number
+}
+
+/** An error the API answers as-is: its code, status and message reach the client. */
+export class ApiError extends Error {
+  readonly code: ErrorCode
+  readonly statusCode: number
+  readonly headers: Record<string, string> | undefined
+
+  constructor (code: ErrorCode, message: string, headers?: Record<string, string>) {
+    super(message)
+    this.name = 'ApiError'
+    this.code = code
+    this.statusCode = ERROR_CODES[code].status
+    this.headers = headers
+  }
+
+  toBody (): ErrorBody {
+    return { code: this.code, message: this.message, status: this.statusCode }
+  }
+}
+
+/** Thrown by a store when the database cannot be reached or refuses work (disk full, read-only, down). */
+export class StoreUnavailableError extends Error {
+  constructor (message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'StoreUnavailableError'
+  }
+}

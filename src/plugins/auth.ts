@@ -1,0 +1,36 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ApiError } from '../errors.js'
+import type { ApiKeyVerifier } from '../services/api-keys.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Id of the API key that authenticated the request (0 before authentication). */
+    apiKeyId: number
+  }
+}
+
+const CHALLENGE = 'Bearer realm="petstore"'
+// RFC 6750 §2.1: "Bearer" (any case), one or more spaces, a b64token.
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+
+/**
+ * Bearer authentication for every route of the scope it is installed on (and its 404/405 answers):
+ * it runs first, before body parsing, validation or any lookup, so nothing leaks to a caller
+ * without a valid key.
+ */
+export function installBearerAuth (scope: FastifyInstance, verifier: ApiKeyVerifier): void {
+  scope.addHook('onRequest', async (request: FastifyRequest) => {
+    const header = request.headers.authorization
+    if (header === undefined || !/^bearer(\s|$)/i.test(header)) {
+      throw new ApiError('unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>', { 'www-authenticate': CHALLENGE })
+    }
+    const token = BEARER.exec(header)?.[1]
+    const id = token === undefined ? undefined : await verifier.verify(token)
+    if (id === undefined) {
+      throw new ApiError('unauthorized', 'the API key is invalid or revoked', {
+        'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="the API key is invalid or revoked"`
+      })
+    }
+    request.apiKeyId = id
+  })
+}

@@ -1,0 +1,93 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { ApiKeyRecord, Store } from '../store/store.js'
+
+/** Prefix of every key, so secret scanners can recognise a leaked one. */
+export const API_KEY_PREFIX = 'psk_'
+const API_KEY_PATTERN = /^psk_[A-Za-z0-9_-]{43}$/
+
+/** SHA-256 (hex) of a key: the only form in which a key is stored. */
+export function hashApiKey (key: string): string {
+  return createHash('sha256').update(key).digest('hex')
+}
+
+/** Creates a key with 256 random bits; the secret is returned here once and never stored. */
+export async function createApiKey (store: Store, name: string, now = new Date()): Promise<{ key: string, record: ApiKeyRecord }> {
+  const key = API_KEY_PREFIX + randomBytes(32).toString('base64url')
+  const record = await store.createApiKey({ name, hash: hashApiKey(key), createdAt: now })
+  return { key, record }
+}
+
+interface CacheEntry { id: number | undefined, expires: number }
+
+/**
+ * Verifies bearer keys against the store, trusting an answer for at most `ttlMs`, so a revocation
+ * made anywhere (another instance, the CLI) is honoured within that bound. Concurrent checks of one
+ * key share a single store lookup. Also records last use, flushed to the store in the background.
+ */
+export class ApiKeyVerifier {
+  private readonly cache = new Map<string, CacheEntry>()
+  private readonly inFlight = new Map<string, Promise<number | undefined>>()
+  private usedAt = new Map<number, Date>()
+  private readonly timer: NodeJS.Timeout
+
+  constructor (
+    private readonly store: Store,
+    private readonly ttlMs: number,
+    private readonly flushEveryMs = 5000,
+    private readonly maxEntries = 10000
+  ) {
+    this.timer = setInterval(() => { void this.flushLastUsed() }, flushEveryMs)
+    this.timer.unref()
+  }
+
+  /** The key's id when the key is valid and not revoked; undefined otherwise. */
+  async verify (key: string): Promise<number | undefined> {
+    if (!API_KEY_PATTERN.test(key)) return undefined
+    const hash = hashApiKey(key)
+    const now = Date.now()
+    const hit = this.cache.get(hash)
+    let id: number | undefined
+    if (hit !== undefined && hit.expires > now) {
+      id = hit.id
+    } else {
+      let lookup = this.inFlight.get(hash)
+      if (lookup === undefined) {
+        lookup = this.lookup(hash)
+        this.inFlight.set(hash, lookup)
+      }
+      id = await lookup
+    }
+    if (id !== undefined) this.usedAt.set(id, new Date(now))
+    return id
+  }
+
+  private async lookup (hash: string): Promise<number | undefined> {
+    try {
+      const found = await this.store.findApiKeyByHash(hash)
+      const id = found === undefined || found.revoked ? undefined : found.id
+      if (this.cache.size >= this.maxEntries) this.cache.clear()
+      this.cache.set(hash, { id, expires: Date.now() + this.ttlMs })
+      return id
+    } finally {
+      this.inFlight.delete(hash)
+    }
+  }
+
+  /** Writes the last-used times gathered since the previous flush. */
+  async flushLastUsed (): Promise<void> {
+    if (this.usedAt.size === 0) return
+    const batch = this.usedAt
+    this.usedAt = new Map()
+    try {
+      await this.store.touchApiKeys(batch)
+    } catch {
+      // Last-used is advisory: a failed flush is retried with the next one.
+      for (const [id, at] of batch) if (!this.usedAt.has(id)) this.usedAt.set(id, at)
+    }
+  }
+
+  async close (): Promise<void> {
+    clearInterval(this.timer)
+    await this.flushLastUsed()
+  }
+}

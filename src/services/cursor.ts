@@ -1,0 +1,40 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { PET_STATUSES, type PetStatus } from '../schemas/pets.js'
+
+/*
+ * Pagination cursors: opaque to clients, tamper-evident, bound to the status filter they were
+ * issued for. Layout (then base64url): version (1 byte) | last id (int64 BE) | status (1 byte) | MAC (12 bytes).
+ * The HMAC key lives in the store, so every instance accepts every other instance's cursors.
+ */
+const VERSION = 1
+const MAC_BYTES = 12
+const LENGTH = 1 + 8 + 1 + MAC_BYTES
+const NO_STATUS = 0
+
+export class CursorCodec {
+  constructor (private readonly secret: Buffer) {}
+
+  encode (lastId: bigint, status: PetStatus | undefined): string {
+    const buf = Buffer.alloc(LENGTH)
+    buf.writeUInt8(VERSION, 0)
+    buf.writeBigInt64BE(lastId, 1)
+    buf.writeUInt8(status === undefined ? NO_STATUS : PET_STATUSES.indexOf(status) + 1, 9)
+    this.mac(buf.subarray(0, 10)).copy(buf, 10)
+    return buf.toString('base64url')
+  }
+
+  /** The last id the cursor points after, or undefined when it is forged, damaged, or for another filter. */
+  decode (cursor: string, status: PetStatus | undefined): bigint | undefined {
+    if (cursor.length !== Math.ceil(LENGTH * 4 / 3) || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
+    const buf = Buffer.from(cursor, 'base64url')
+    if (buf.length !== LENGTH || buf.readUInt8(0) !== VERSION) return undefined
+    if (!timingSafeEqual(this.mac(buf.subarray(0, 10)), buf.subarray(10))) return undefined
+    const expected = status === undefined ? NO_STATUS : PET_STATUSES.indexOf(status) + 1
+    if (buf.readUInt8(9) !== expected) return undefined
+    return buf.readBigInt64BE(1)
+  }
+
+  private mac (data: Buffer): Buffer {
+    return createHmac('sha256', this.secret).update(data).digest().subarray(0, MAC_BYTES)
+  }
+}

@@ -1,0 +1,33 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+
+export type SynchronousLevel = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
+const SYNC_VALUES: Record<SynchronousLevel, number> = { OFF: 0, NORMAL: 1, FULL: 2, EXTRA: 3 }
+
+/**
+ * Opens a connection with the settings the durability promise rests on, and reads each back:
+ * better-sqlite3 would otherwise leave WAL databases at synchronous=NORMAL, which can lose the last
+ * commits on power loss.
+ */
+export function openSqlite (path: string, synchronous: SynchronousLevel): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const db = new Database(path)
+  db.defaultSafeIntegers(true)
+  db.pragma('busy_timeout = 5000')
+  db.pragma('foreign_keys = ON')
+  const mode = db.pragma('journal_mode = WAL', { simple: true })
+  if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (journal_mode is ${String(mode)})`)
+  db.pragma(`synchronous = ${synchronous}`)
+  const level = Number(db.pragma('synchronous', { simple: true }))
+  if (level !== SYNC_VALUES[synchronous]) throw new Error(`SQLite synchronous is ${level}, expected ${synchronous}`)
+  return db
+}
+
+const UNAVAILABLE = /^SQLITE_(FULL|READONLY|IOERR|BUSY|LOCKED|CANTOPEN|CORRUPT|NOTADB|PROTOCOL|NOMEM)/
+
+/** Whether a better-sqlite3 error means the database cannot take work now (as opposed to a bug). */
+export function isUnavailableError (err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && UNAVAILABLE.test(code)
+}

@@ -1,0 +1,229 @@
+import { Worker } from 'node:worker_threads'
+import type Database from 'better-sqlite3'
+import { StoreUnavailableError } from '../../errors.js'
+import type { NewPet, Pet, PetStatus } from '../../schemas/pets.js'
+import { GroupCommit } from '../group-commit.js'
+import type { ApiKeyRecord, ListPetsParams, Store } from '../store.js'
+import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
+import { migrateSqlite } from './migrations.js'
+import type { WriterOp, WriterResponse } from './writer-worker.js'
+import { prepareWrites } from './writes.js'
+
+interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
+interface KeyRow { id: bigint, name: string, created_at: string, last_used_at: string | null, revoked_at: string | null }
+
+const toPet = (r: PetRow): Pet => ({ id: r.id, name: r.name, categoryId: r.category_id, status: r.status })
+const toApiKey = (r: KeyRow): ApiKeyRecord => ({
+  id: Number(r.id),
+  name: r.name,
+  createdAt: new Date(r.created_at),
+  lastUsedAt: r.last_used_at === null ? null : new Date(r.last_used_at),
+  revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at)
+})
+
+/** Runs a synchronous better-sqlite3 call, turning "cannot work now" failures into StoreUnavailableError. */
+function guard<T> (fn: () => T): T {
+  try {
+    return fn()
+  } catch (err) {
+    if (isUnavailableError(err)) throw new StoreUnavailableError('the database is unavailable', { cause: err })
+    throw err
+  }
+}
+
+/** Sends write batches to the writer thread and matches the answers. */
+class WorkerWriter {
+  private readonly worker: Worker
+  private nextId = 1
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
+  private readonly ready: Promise<void>
+  private dead: Error | undefined
+
+  constructor (path: string, synchronous: SynchronousLevel) {
+    // Under tsx (tests, `npm run dev`) this module is .ts and the worker registers tsx first.
+    const entry = new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+    this.worker = entry.pathname.endsWith('.ts')
+      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData: { path, synchronous } })
+      : new Worker(entry, { workerData: { path, synchronous } })
+    this.ready = new Promise((resolve, reject) => {
+      const onMessage = (m: { ready?: boolean }) => {
+        if (m.ready === true) {
+          this.worker.off('error', reject)
+          this.worker.on('message', (res: WriterResponse) => this.settle(res))
+          resolve()
+        }
+      }
+      this.worker.once('message', onMessage)
+      this.worker.once('error', reject)
+    })
+    this.worker.on('error', (err) => this.fail(err))
+    this.worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
+  }
+
+  async start (): Promise<void> { await this.ready }
+
+  run<T> (req: WriterOp): Promise<T> {
+    if (this.dead !== undefined) return Promise.reject(new StoreUnavailableError('the database writer stopped', { cause: this.dead }))
+    const id = this.nextId++
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      this.worker.postMessage({ ...req, id })
+    })
+  }
+
+  private settle (res: WriterResponse): void {
+    const p = this.pending.get(res.id)
+    if (p === undefined) return
+    this.pending.delete(res.id)
+    if (res.ok) p.resolve(res.result)
+    else if (res.unavailable) p.reject(new StoreUnavailableError(`the database refused the write (${res.code ?? 'error'})`))
+    else p.reject(Object.assign(new Error(res.message), { code: res.code }))
+  }
+
+  private fail (err: Error): void {
+    this.dead ??= err
+    for (const p of this.pending.values()) p.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
+    this.pending.clear()
+  }
+
+  async close (): Promise<void> {
+    if (this.dead !== undefined) return
+    const exited = new Promise(resolve => this.worker.once('exit', resolve))
+    this.worker.postMessage({ op: 'close' })
+    await exited
+  }
+}
+
+export interface SqliteStoreOptions {
+  path: string
+  synchronous: SynchronousLevel
+}
+
+/** The embedded store: reads on the event loop (microseconds), writes group-committed on a writer thread. */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const
+  private readonly creates: GroupCommit<NewPet, bigint>
+  private readonly stmts
+
+  private constructor (
+    private readonly db: Database.Database,
+    private readonly writer: WorkerWriter | undefined
+  ) {
+    const inline = writer === undefined ? prepareWrites(db) : undefined
+    this.creates = new GroupCommit<NewPet, bigint>(async (pets) =>
+      writer !== undefined
+        ? await writer.run<bigint[]>({ op: 'createPets', pets })
+        : guard(() => inline!.createPets(pets)))
+    this.touch = writer !== undefined
+      ? async (entries) => { await writer.run({ op: 'touchApiKeys', entries }) }
+      : async (entries) => { guard(() => inline!.touchApiKeys(entries)) }
+    this.stmts = {
+      getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
+      listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?'),
+      listByStatus: db.prepare('SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?'),
+      insertKey: db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?) RETURNING id, name, created_at, last_used_at, revoked_at'),
+      keyByHash: db.prepare('SELECT id, revoked_at FROM api_keys WHERE key_hash = ?'),
+      listKeys: db.prepare('SELECT id, name, created_at, last_used_at, revoked_at FROM api_keys ORDER BY id'),
+      revokeKey: db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
+      countKeys: db.prepare('SELECT count(*) AS n FROM api_keys'),
+      insertSetting: db.prepare('INSERT OR IGNORE INTO settings (name, value) VALUES (?, ?)'),
+      getSetting: db.prepare('SELECT value FROM settings WHERE name = ?'),
+      ping: db.prepare('SELECT 1')
+    }
+  }
+
+  private readonly touch: (entries: Array<[number, string]>) => Promise<void>
+
+  /** Opens (creating if needed) and migrates the database, then starts the writer thread. */
+  static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
+    const db = openSqlite(opts.path, opts.synchronous)
+    try {
+      migrateSqlite(db)
+    } catch (err) {
+      db.close()
+      throw err
+    }
+    // :memory: is private to its connection, so it cannot have a writer thread.
+    const writer = opts.path === ':memory:' ? undefined : new WorkerWriter(opts.path, opts.synchronous)
+    if (writer !== undefined) {
+      try {
+        await writer.start()
+      } catch (err) {
+        db.close()
+        throw err
+      }
+    }
+    return new SqliteStore(db, writer)
+  }
+
+  /** Applies pending migrations and returns their versions (used by `petstore migrate`). */
+  static migrate (opts: SqliteStoreOptions): number[] {
+    const db = openSqlite(opts.path, opts.synchronous)
+    try {
+      return migrateSqlite(db)
+    } finally {
+      db.close()
+    }
+  }
+
+  async createPet (pet: NewPet): Promise<Pet> {
+    const id = await this.creates.submit(pet)
+    return { id, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? 'available' }
+  }
+
+  async getPet (id: bigint): Promise<Pet | undefined> {
+    const row = guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
+    return row === undefined ? undefined : toPet(row)
+  }
+
+  async listPets ({ afterId, limit, status }: ListPetsParams): Promise<Pet[]> {
+    const after = afterId ?? -(2n ** 63n)
+    const rows = guard(() => (status === undefined
+      ? this.stmts.listAll.all(after, limit)
+      : this.stmts.listByStatus.all(status, after, limit)) as PetRow[])
+    return rows.map(toPet)
+  }
+
+  async createApiKey (key: { name: string, hash: string, createdAt: Date }): Promise<ApiKeyRecord> {
+    return toApiKey(guard(() => this.stmts.insertKey.get(key.name, key.hash, key.createdAt.toISOString()) as KeyRow))
+  }
+
+  async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
+    const row = guard(() => this.stmts.keyByHash.get(hash) as { id: bigint, revoked_at: string | null } | undefined)
+    return row === undefined ? undefined : { id: Number(row.id), revoked: row.revoked_at !== null }
+  }
+
+  async listApiKeys (): Promise<ApiKeyRecord[]> {
+    return guard(() => this.stmts.listKeys.all() as KeyRow[]).map(toApiKey)
+  }
+
+  async revokeApiKey (id: number, at: Date): Promise<boolean> {
+    return guard(() => this.stmts.revokeKey.run(at.toISOString(), id)).changes > 0
+  }
+
+  async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
+    if (usedAt.size === 0) return
+    await this.touch([...usedAt].map(([id, at]) => [id, at.toISOString()]))
+  }
+
+  async countApiKeys (): Promise<number> {
+    return Number((guard(() => this.stmts.countKeys.get()) as { n: bigint }).n)
+  }
+
+  async getOrCreateSetting (name: string, create: () => string): Promise<string> {
+    return guard(() => {
+      this.stmts.insertSetting.run(name, create())
+      return (this.stmts.getSetting.get(name) as { value: string }).value
+    })
+  }
+
+  async ping (): Promise<void> {
+    guard(() => this.stmts.ping.get())
+  }
+
+  async close (): Promise<void> {
+    await this.creates.drain()
+    await this.writer?.close()
+    this.db.close()
+  }
+}

@@ -1,0 +1,55 @@
+import type Database from 'better-sqlite3'
+
+/**
+ * Schema migrations, in order. Frozen once released: never edit one, add the next.
+ * Each runs in its own IMMEDIATE transaction, so processes starting at once apply it exactly once.
+ */
+export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> = [
+  {
+    version: 1,
+    name: 'pets and api keys',
+    sql: `
+      CREATE TABLE pets (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        category_id INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('available', 'pending', 'sold'))
+      );
+      CREATE INDEX pets_status_id ON pets (status, id);
+      CREATE TABLE api_keys (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at TEXT
+      );
+      CREATE TABLE settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `
+  }
+]
+
+/** Applies the migrations not yet applied; returns the versions it applied. */
+export function migrateSqlite (db: Database.Database): number[] {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+  )`)
+  const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?')
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+  const applied: number[] = []
+  for (const m of SQLITE_MIGRATIONS) {
+    const apply = db.transaction(() => {
+      if (isApplied.get(m.version) !== undefined) return false
+      db.exec(m.sql)
+      record.run(m.version, m.name, new Date().toISOString())
+      return true
+    })
+    if (apply.immediate()) applied.push(m.version)
+  }
+  return applied
+}

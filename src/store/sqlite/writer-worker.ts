@@ -1,0 +1,36 @@
+/*
+ * The SQLite writer thread. Commits (and their fsync) happen here, so a durable write never stalls
+ * the event loop that answers reads. The main thread sends one batch at a time (see GroupCommit).
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
+import { prepareWrites } from './writes.js'
+
+export type WriterOp =
+  | { op: 'createPets', pets: Parameters<ReturnType<typeof prepareWrites>['createPets']>[0] }
+  | { op: 'touchApiKeys', entries: Array<[number, string]> }
+export type WriterRequest = WriterOp & { id: number }
+export type WriterResponse =
+  | { id: number, ok: true, result: unknown }
+  | { id: number, ok: false, unavailable: boolean, message: string, code: string | undefined }
+
+const { path, synchronous } = workerData as { path: string, synchronous: SynchronousLevel }
+const port = parentPort!
+const db = openSqlite(path, synchronous)
+const writes = prepareWrites(db)
+
+port.on('message', (req: WriterRequest | { op: 'close' }) => {
+  if (req.op === 'close') {
+    db.close()
+    port.close()
+    return
+  }
+  try {
+    const result = req.op === 'createPets' ? writes.createPets(req.pets) : writes.touchApiKeys(req.entries)
+    port.postMessage({ id: req.id, ok: true, result } satisfies WriterResponse)
+  } catch (err) {
+    const e = err as { message?: string, code?: string }
+    port.postMessage({ id: req.id, ok: false, unavailable: isUnavailableError(err), message: String(e.message), code: e.code } satisfies WriterResponse)
+  }
+})
+port.postMessage({ ready: true })

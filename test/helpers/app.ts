@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { TestContext } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { loadConfig, type Config } from '../../src/config.js'
+import { createApiKey } from '../../src/services/api-keys.js'
+import { openStore } from '../../src/store/index.js'
+import type { Store } from '../../src/store/store.js'
+
+export interface TestApp {
+  app: FastifyInstance
+  store: Store
+  config: Readonly<Config>
+  /** A valid key and the header that carries it. */
+  key: string
+  auth: { authorization: string }
+  dir: string
+}
+
+/** A temporary directory removed when the test ends. */
+export function tempDir (t: TestContext, prefix = 'petstore-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/**
+ * The app over a real SQLite file in a fresh temporary directory, with one API key.
+ * Closed (store included) and removed when the test ends.
+ */
+export async function buildTestApp (t: TestContext, opts: { env?: Record<string, string>, now?: () => number } = {}): Promise<TestApp> {
+  const dir = tempDir(t)
+  const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, ...opts.env }, dir)
+  const store = await openStore(config)
+  const app = await buildApp({ config, store, ...(opts.now !== undefined ? { now: opts.now } : {}) })
+  t.after(() => app.close())
+  const { key } = await createApiKey(store, 'test')
+  return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir }
+}
+
+/** Creates a pet through the API and returns the parsed body. */
+export async function createPet (ta: TestApp, body: Record<string, unknown>): Promise<{ id: number, name: string, categoryId: number, status: string }> {
+  const res = await ta.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...ta.auth, 'content-type': 'application/json' }, payload: JSON.stringify(body) })
+  if (res.statusCode !== 201) throw new Error(`create failed: ${res.statusCode} ${res.body}`)
+  return res.json()
+}
