@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
-import { installBearerAuth } from './plugins/auth.js'
-import { installErrorHandling, notFound, RouteTable } from './plugins/errors.js'
+import { authenticate, installBearerAuth } from './plugins/auth.js'
+import { installErrorHandling, notFound, RouteTable, sendError, toApiError } from './plugins/errors.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import healthRoutes from './routes/health.js'
 import orderRoutes from './routes/orders.js'
@@ -29,6 +29,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
  * The store is the caller's: it is closed when the app closes.
  */
 export async function buildApp ({ config, store, now = Date.now, logger = false }: AppOptions): Promise<FastifyInstance> {
+  const verifier = new ApiKeyVerifier(store, config.keyCacheTtlMs)
   const app = Fastify({
     logger: logger === false
       ? false
@@ -43,7 +44,19 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
     keepAliveTimeout: config.keepAliveTimeoutMs,
     // We answer 503 ourselves while closing, in the Error shape.
     return503OnClosing: false,
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 }
+    // No parameter is matched by a regex, so the router needs no length cap of its own (Node bounds the
+    // URL at 16 KiB); a long petId then meets its validator: 400 with getPet's headers, not a bare 414.
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16384 },
+    // A URL the router cannot decode (bad percent-encoding) is answered before any hook runs. Answer it
+    // in the Error shape, and under /v1 only after authentication, as every other /v1 request.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id)
+      const path = request.url
+      const underV1 = path === '/v1' || path.startsWith('/v1/') || path.startsWith('/v1?')
+      void (underV1 ? authenticate(request.headers.authorization, verifier) : Promise.resolve())
+        .then(() => toApiError(err), (authError: Error) => toApiError(authError))
+        .then((error) => sendError(reply, error))
+    }
   })
 
   const routes = new RouteTable()
@@ -62,7 +75,6 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
   installErrorHandling(app)
   installJsonBodyParser(app, config.bodyLimit)
 
-  const verifier = new ApiKeyVerifier(store, config.keyCacheTtlMs)
   const cursorSecret = await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))
   const cursors = new CursorCodec(Buffer.from(cursorSecret, 'hex'))
   // Close order: stop taking requests (Fastify), flush key last-use, then the store.

@@ -14,23 +14,31 @@ const CHALLENGE = 'Bearer realm="petstore"'
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
 /**
+ * The id of the key the request carries; throws the 401 Error otherwise. `error="invalid_token"`
+ * only when a key was actually sent (RFC 6750 §3.1): a missing header, another scheme, or a bare
+ * "Bearer" get the plain challenge.
+ */
+export async function authenticate (header: string | undefined, verifier: ApiKeyVerifier): Promise<number> {
+  if (header === undefined || !/^bearer\s+\S/i.test(header)) {
+    throw new ApiError('unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>', { 'www-authenticate': CHALLENGE })
+  }
+  const token = BEARER.exec(header)?.[1]
+  const id = token === undefined ? undefined : await verifier.verify(token)
+  if (id === undefined) {
+    throw new ApiError('unauthorized', 'the API key is invalid or revoked', {
+      'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="the API key is invalid or revoked"`
+    })
+  }
+  return id
+}
+
+/**
  * Bearer authentication for every route of the scope it is installed on (and its 404/405 answers):
  * it runs first, before body parsing, validation or any lookup, so nothing leaks to a caller
  * without a valid key.
  */
 export function installBearerAuth (scope: FastifyInstance, verifier: ApiKeyVerifier): void {
   scope.addHook('onRequest', async (request: FastifyRequest) => {
-    const header = request.headers.authorization
-    if (header === undefined || !/^bearer(\s|$)/i.test(header)) {
-      throw new ApiError('unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>', { 'www-authenticate': CHALLENGE })
-    }
-    const token = BEARER.exec(header)?.[1]
-    const id = token === undefined ? undefined : await verifier.verify(token)
-    if (id === undefined) {
-      throw new ApiError('unauthorized', 'the API key is invalid or revoked', {
-        'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="the API key is invalid or revoked"`
-      })
-    }
-    request.apiKeyId = id
+    request.apiKeyId = await authenticate(request.headers.authorization, verifier)
   })
 }

@@ -22,6 +22,10 @@ export function toApiError (err: FastifyError | Error): ApiError {
       return new ApiError('validation_failed', 'request body is required: a JSON object with name and categoryId')
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('invalid_parameter', 'Content-Length does not match the body')
+    case 'FST_ERR_BAD_URL':
+      return new ApiError('invalid_parameter', 'the request path is not valid percent-encoded UTF-8')
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new ApiError('invalid_parameter', 'a path parameter is too long')
   }
   if (e.validation !== undefined) return new ApiError('invalid_parameter', `${e.validationContext ?? 'request'} ${e.message}`)
   const status = e.statusCode

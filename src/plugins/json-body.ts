@@ -29,7 +29,14 @@ export function parseJsonBody (body: Buffer): unknown {
     if (/prototype|constructor/i.test(message)) throw new ApiError('invalid_json', 'request body uses a forbidden key (__proto__ or constructor.prototype)')
     throw new ApiError('invalid_json', `request body is not valid JSON: ${message.slice(0, 200)}`)
   }
-  if (/\d{16,}/.test(text)) value = parseLossless(text, undefined, parseNumber)
+  if (/\d{16,}/.test(text)) {
+    try {
+      value = parseLossless(text, undefined, parseNumber)
+    } catch (err) {
+      // JSON.parse let the last of duplicate keys win; the lossless parser refuses them instead.
+      throw new ApiError('invalid_json', `request body is not valid JSON: ${(err as Error).message.slice(0, 200)}`)
+    }
+  }
   return value
 }
 

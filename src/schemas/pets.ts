@@ -86,6 +86,8 @@ export function validateNewPet (body: unknown): NewPet {
   for (const _ of name) length++ // code points, not UTF-16 units
   if (length < 1 || length > NAME_MAX_LENGTH) throw bodyError(`body field 'name' must be 1 to ${NAME_MAX_LENGTH} characters long`)
   if (!/\S/u.test(name)) throw bodyError("body field 'name' must not be blank")
+  // A lone surrogate cannot be stored as UTF-8: it would come back as U+FFFD, a different name.
+  if (/\p{Cs}/u.test(name)) throw bodyError("body field 'name' must be well-formed Unicode (no lone surrogate escapes)")
   if (categoryId === undefined) throw bodyError("body field 'categoryId' is required")
   if (!isInt64(categoryId)) throw bodyError(`body field 'categoryId' must be an integer from ${INT64_MIN} to ${INT64_MAX}`)
   if (status !== undefined && (typeof status !== 'string' || !STATUS_SET.has(status))) {

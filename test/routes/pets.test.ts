@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { buildTestApp, createPet } from '../helpers/app.js'
+import type { Response as LightMyRequestResponse } from 'light-my-request'
 
 describe('POST /v1/pets', () => {
   it('answers 201 with the pet, its id and Location, status defaulting to available', async (t) => {
@@ -43,7 +44,7 @@ describe('GET /v1/pets', () => {
     const seen: number[] = []
     let url: string | undefined = '/v1/pets?limit=3'
     while (url !== undefined) {
-      const res = await ta.app.inject({ url, headers: ta.auth })
+      const res: LightMyRequestResponse = await ta.app.inject({ url, headers: ta.auth })
       assert.equal(res.statusCode, 200)
       seen.push(...res.json().map((p: { id: number }) => p.id))
       url = /^<([^>]+)>; rel="next"$/.exec(String(res.headers.link ?? ''))?.[1]
