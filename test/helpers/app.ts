@@ -1,8 +1,11 @@
+import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
+import Database from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
+import type { Response } from 'light-my-request'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
@@ -45,4 +48,26 @@ export async function createPet (ta: TestApp, body: Record<string, unknown>): Pr
   const res = await ta.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...ta.auth, 'content-type': 'application/json' }, payload: JSON.stringify(body) })
   if (res.statusCode !== 201) throw new Error(`create failed: ${res.statusCode} ${res.body}`)
   return res.json()
+}
+
+/** Asserts an Error answer: the status, the JSON media type, and the whole body, exactly. */
+export function assertError (res: Response, status: number, code: string, message: string): void {
+  assert.deepEqual({ status: res.statusCode, body: res.json() }, { status, body: { code, message, status } }, `${res.statusCode} ${res.body}`)
+  assert.match(String(res.headers['content-type']), /^application\/json/)
+}
+
+/** POSTs a raw body to /v1/pets (JSON content type unless given) with the app's key. */
+export async function postPet (ta: TestApp, payload: string | Buffer, headers: Record<string, string> = {}): Promise<Response> {
+  return ta.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...ta.auth, 'content-type': 'application/json', ...headers }, payload })
+}
+
+/** Every pet in the store, read straight from the SQLite file (not through the API under test). */
+export function petsInDb (ta: TestApp): Array<{ id: bigint, name: string, category_id: bigint, status: string }> {
+  const db = new Database(join(ta.dir, 'petstore.db'), { readonly: true })
+  try {
+    db.defaultSafeIntegers(true)
+    return db.prepare('SELECT id, name, category_id, status FROM pets ORDER BY id').all() as Array<{ id: bigint, name: string, category_id: bigint, status: string }>
+  } finally {
+    db.close()
+  }
 }
