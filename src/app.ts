@@ -35,7 +35,9 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
       ? false
       : { redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], censor: '[redacted]' }, ...(logger === true ? {} : logger) },
     bodyLimit: config.bodyLimit,
-    requestIdHeader: 'x-request-id',
+    // Off on purpose: with it set, Fastify takes any X-Request-Id as-is and never calls genReqId, which
+    // reads the header itself and keeps only well-formed ids (no log forging with arbitrary text).
+    requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
