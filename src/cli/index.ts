@@ -22,8 +22,9 @@ try {
   await program.parseAsync(process.argv)
 } catch (err) {
   if (err instanceof CommanderError) {
-    // Help and version are successes; every other commander error is a usage error.
-    process.exit(err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.help' ? 0 : 2)
+    // --help and --version exit 0; every other commander error, a missing command included (commander
+    // prints the usage then, with exit code 1), is a usage error.
+    process.exit(err.exitCode === 0 ? 0 : 2)
   }
   process.stderr.write(`petstore: ${(err as Error).message}\n`)
   process.exit(1)

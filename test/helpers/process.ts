@@ -1,0 +1,95 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import type { TestContext } from 'node:test'
+
+/** The repository root: the compiled entry points run from here, as `npm start` and `npx petstore` do. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const SERVER = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
+const CLI = fileURLToPath(new URL('../../dist/cli/index.js', import.meta.url))
+
+function assertBuilt (): void {
+  if (!existsSync(SERVER) || !existsSync(CLI)) throw new Error('dist/ is missing: run `npm run build` (npm test does it in pretest)')
+}
+
+/** A clean environment for a child: nothing of ours leaks in from the shell running the tests. */
+export function childEnv (env: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, ...env }
+}
+
+export interface CliResult { code: number | null, stdout: string, stderr: string }
+
+/** Runs `node dist/cli/index.js ...args` (the `petstore` bin) and collects its output. */
+export function runCli (args: string[], env: Record<string, string>): Promise<CliResult> {
+  assertBuilt()
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: childEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+export interface RunningServer {
+  child: ChildProcess
+  /** e.g. http://127.0.0.1:41234 */
+  url: string
+  stdout: () => string
+  stderr: () => string
+  /** Resolves with the exit code (or signal) once the process has ended. */
+  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+}
+
+function spawnWithOutput (args: string[], env: Record<string, string>) {
+  assertBuilt()
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.setEncoding('utf8').on('data', (s: string) => { out += s })
+  child.stderr.setEncoding('utf8').on('data', (s: string) => { err += s })
+  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>(resolve =>
+    child.once('exit', (code, signal) => resolve({ code, signal })))
+  return { child, stdout: () => out, stderr: () => err, exited }
+}
+
+/**
+ * Starts the compiled server (`node dist/server.js`, what `npm start` runs) on an ephemeral loopback
+ * port and resolves once it listens. The test owns it: it is killed when the test ends.
+ */
+export async function startServer (t: TestContext, env: Record<string, string>, entry: string[] = [SERVER]): Promise<RunningServer> {
+  const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', ...env })
+  t.after(async () => {
+    if (p.child.exitCode === null && p.child.signalCode === null) {
+      p.child.kill('SIGKILL')
+      await p.exited
+    }
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not listen within 30 s\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`)), 30_000)
+    const check = () => {
+      const m = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(p.stdout())
+      if (m !== null) {
+        clearTimeout(timer)
+        p.child.stdout!.off('data', check)
+        resolve(m[1]!)
+      }
+    }
+    p.child.stdout!.on('data', check)
+    void p.exited.then(({ code, signal }) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited (${code ?? signal}) before listening\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`))
+    })
+  })
+  return { ...p, url }
+}
+
+/** Runs the server entry until it exits by itself (e.g. on a bad configuration); killed after 30 s. */
+export async function runServerToExit (env: Record<string, string>): Promise<CliResult> {
+  const p = spawnWithOutput([SERVER], env)
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), 30_000)
+  const { code } = await p.exited
+  clearTimeout(timer)
+  return { code, stdout: p.stdout(), stderr: p.stderr() }
+}
+
+export const CLI_PATH = CLI
