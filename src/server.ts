@@ -47,6 +47,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     await app.listen({ host: config.host, port: config.port })
   } catch (err) {
     app.log.fatal({ err }, 'could not listen')
+    process.stderr.write(`petstore: cannot listen on ${config.host}:${config.port} (check HOST and PORT): ${(err as Error).message}\n`)
     await app.close()
     process.exit(1)
   }

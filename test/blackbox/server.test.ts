@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
@@ -100,5 +102,16 @@ describe('the compiled server, over HTTP (black box)', () => {
       assert.equal(res.code, 1, `${name}=${value}: ${res.stderr}`)
       assert.match(res.stderr, new RegExp(`invalid configuration: ${name}: `))
     }
+  })
+
+  it('exits 1 naming HOST and PORT when it cannot listen', async (t) => {
+    const dir = tempDir(t)
+    const taken = createServer().listen(0, '127.0.0.1')
+    await once(taken, 'listening')
+    t.after(() => taken.close())
+    const port = String((taken.address() as AddressInfo).port)
+    const res = await runServerToExit({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, HOST: '127.0.0.1', PORT: port })
+    assert.equal(res.code, 1, res.stderr)
+    assert.match(res.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port} \\(check HOST and PORT\\): .*EADDRINUSE`))
   })
 })
