@@ -14,16 +14,24 @@ describe('GroupCommit', () => {
   it('queues what arrives during a commit for the next batch, never two commits at once', async () => {
     let running = 0
     const batches: number[][] = []
+    let release!: () => void
+    let started!: () => void
+    const firstStarted = new Promise<void>(resolve => { started = resolve })
+    const firstReleased = new Promise<void>(resolve => { release = resolve })
     const gc = new GroupCommit<number, number>(async (items) => {
       assert.equal(++running, 1, 'two commits overlapped')
       batches.push(items)
-      await new Promise(resolve => setTimeout(resolve, 20))
+      if (batches.length === 1) {
+        started()
+        await firstReleased
+      }
       running--
       return items
     }, 10)
     const first = Array.from({ length: 5 }, (_, i) => gc.submit(i))
-    await new Promise(resolve => setTimeout(resolve, 5))
+    await firstStarted
     const second = Array.from({ length: 25 }, (_, i) => gc.submit(100 + i))
+    release()
     assert.deepEqual(await Promise.all([...first, ...second]), [0, 1, 2, 3, 4, ...Array.from({ length: 25 }, (_, i) => 100 + i)])
     assert.deepEqual(batches.map(b => b.length), [5, 10, 10, 5])
     await gc.drain()
