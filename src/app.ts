@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { authenticate, installBearerAuth } from './plugins/auth.js'
+import { clientErrorHandler, refuseConnect } from './plugins/client-errors.js'
 import { installErrorHandling, notFound, RouteTable, sendError, toApiError } from './plugins/errors.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import healthRoutes from './routes/health.js'
@@ -44,6 +45,9 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
     },
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
+    clientErrorHandler,
+    // Node would answer a missing Host with an empty 400 of its own; the onRequest hook below answers it.
+    http: { requireHostHeader: false },
     // We answer 503 ourselves while closing, in the Error shape.
     return503OnClosing: false,
     // No parameter is matched by a regex, so the router needs no length cap of its own (Node bounds the
@@ -61,6 +65,8 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
     }
   })
 
+  app.server.on('connect', refuseConnect)
+
   const routes = new RouteTable()
   app.addHook('onRoute', (route) => routes.record(route.method, route.url))
 
@@ -68,6 +74,10 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
   app.addHook('preClose', async () => { closing = true })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      reply.header('connection', 'close')
+      throw new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')
+    }
     if (closing) {
       reply.header('connection', 'close')
       throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })

@@ -4,16 +4,18 @@
  * The README's error table is written from this list.
  */
 export const ERROR_CODES = {
+  bad_request: { status: 400, description: 'The request is not valid HTTP/1.1: a malformed request line, header or framing (answered before routing; the connection is closed).' },
   validation_failed: { status: 400, description: 'The request body is missing a required field, has an unknown field, or a value breaks its rule.' },
   invalid_parameter: { status: 400, description: 'A query or path parameter is malformed, out of range, repeated, unknown, or a cursor is tampered with or reused with another filter.' },
   invalid_json: { status: 400, description: 'The request body is not valid UTF-8 JSON, or uses a forbidden key such as __proto__.' },
   unauthorized: { status: 401, description: 'The bearer API key is missing, malformed, unknown or revoked.' },
   not_found: { status: 404, description: 'No such route, or no animal with that id.' },
   method_not_allowed: { status: 405, description: 'The route exists but not for this method; see the Allow header.' },
+  request_timeout: { status: 408, description: 'The whole request was not received within REQUEST_TIMEOUT_MS; the connection is closed.' },
   gone: { status: 410, description: 'The operation was removed at its sunset date; the message names the replacement.' },
   payload_too_large: { status: 413, description: 'The request body is larger than the body limit.' },
   unsupported_media_type: { status: 415, description: 'The request body is not application/json (UTF-8).' },
-  header_too_large: { status: 431, description: 'The request headers are too large.' },
+  header_too_large: { status: 431, description: 'The request line and headers are larger than 16 KiB; the connection is closed.' },
   internal_error: { status: 500, description: 'An unexpected failure; details are logged with the request id, never returned.' },
   not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders).' },
   service_unavailable: { status: 503, description: 'The store is unavailable or the service is shutting down; retry later.' }

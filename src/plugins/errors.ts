@@ -4,7 +4,7 @@ import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreUnavailable
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   (Object.entries(ERROR_CODES) as Array<[ErrorCode, { status: number }]>)
-    .filter(([code]) => code !== 'invalid_parameter' && code !== 'invalid_json')
+    .filter(([code]) => code !== 'invalid_parameter' && code !== 'invalid_json' && code !== 'bad_request')
     .map(([code, { status }]) => [status, code])
 )
 
