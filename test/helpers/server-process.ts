@@ -38,8 +38,10 @@ export async function startServerProcess (dbPath: string, opts: { env?: Record<s
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
-  proc.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d })
-  proc.stderr!.setEncoding('utf8').on('data', (d: string) => { out += d })
+  // Keep the tail only: a long run logs a line per request.
+  const keep = (d: string) => { out = (out + d).slice(-200_000) }
+  proc.stdout!.setEncoding('utf8').on('data', keep)
+  proc.stderr!.setEncoding('utf8').on('data', keep)
   const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>(resolve => proc.once('exit', (code, signal) => resolve({ code, signal })))
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`server did not listen in time:\n${out}`)) }, opts.timeoutMs ?? 20000)
