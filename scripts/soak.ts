@@ -18,7 +18,8 @@ try {
     r.serverErrors > 0 && `${r.serverErrors} 5xx`,
     r.clientErrors > 0 && `${r.clientErrors} failed connections`,
     r.rssGrowthPct >= 10 && `RSS grew ${r.rssGrowthPct.toFixed(1)}%`,
-    r.fdsEnd > r.fdsStart + 8 && `fds grew ${r.fdsStart} → ${r.fdsEnd}`
+    r.fdsEnd > r.fdsStart + 8 && `fds grew ${r.fdsStart} → ${r.fdsEnd}`,
+    r.fdsMax > r.fdsStart + 70 && `fds peaked at ${r.fdsMax}`
   ].filter(Boolean)
   if (r.p99LastMs > 3 * Math.max(r.p99FirstMs, 5)) console.log(`note: p99 rose from ${r.p99FirstMs.toFixed(1)} to ${r.p99LastMs.toFixed(1)} ms (shared machine?)`)
   console.log(failures.length === 0 ? 'soak: pass' : `soak: FAIL (${failures.join('; ')})`)

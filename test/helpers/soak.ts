@@ -36,6 +36,7 @@ export interface SoakResult {
   rssGrowthPct: number
   fdsStart: number
   fdsEnd: number
+  fdsMax: number
 }
 
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
@@ -46,7 +47,8 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
   const key = await makeKey(opts.dbPath)
   const server = await startServerProcess(opts.dbPath, { env: { LOG_LEVEL: 'info' } })
   const pid = server.proc.pid!
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 })
+  // One pool for the peak probe, another for the soak, so the probe's sockets do not count in the fds.
+  let agent = new Agent({ keepAlive: true, maxSockets: 64 })
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
   const byStatus: Record<string, number> = {}
   let clientErrors = 0
@@ -75,6 +77,8 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
     const until = Date.now() + opts.probeSeconds * 1000
     await Promise.all(Array.from({ length: 64 }, async () => { while (Date.now() < until) { await one(); done++ } }))
     const peakRps = done / opts.probeSeconds
+    agent.destroy()
+    agent = new Agent({ keepAlive: true, maxSockets: 64 })
     const targetRps = peakRps * opts.fraction
     opts.log?.(`peak ≈ ${peakRps.toFixed(0)} req/s; soaking at ${targetRps.toFixed(0)} req/s for ${opts.seconds}s`)
 
@@ -128,7 +132,8 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
       rssEndMiB: end.rss,
       rssGrowthPct: (end.rss - base.rss) / base.rss * 100,
       fdsStart: base.fds,
-      fdsEnd: end.fds
+      fdsEnd: end.fds,
+      fdsMax: Math.max(...samples.filter(x => x.t >= base.t).map(x => x.fds))
     }
   } finally {
     agent.destroy()
@@ -141,5 +146,5 @@ export function formatSoak (r: SoakResult, seconds: number): string {
   return `soak ${seconds}s: peak ${r.peakRps.toFixed(0)} req/s, target ${r.targetRps.toFixed(0)}, achieved ${r.achievedRps.toFixed(0)} req/s; ` +
     `${r.requests} requests ${JSON.stringify(r.byStatus)}, 5xx ${r.serverErrors}, client errors ${r.clientErrors}; ` +
     `p99 first window ${r.p99FirstMs.toFixed(1)} ms, last ${r.p99LastMs.toFixed(1)} ms; ` +
-    `RSS ${r.rssStartMiB.toFixed(1)} → ${r.rssEndMiB.toFixed(1)} MiB (${r.rssGrowthPct >= 0 ? '+' : ''}${r.rssGrowthPct.toFixed(1)}%); fds ${r.fdsStart} → ${r.fdsEnd}`
+    `RSS ${r.rssStartMiB.toFixed(1)} → ${r.rssEndMiB.toFixed(1)} MiB (${r.rssGrowthPct >= 0 ? '+' : ''}${r.rssGrowthPct.toFixed(1)}%); fds ${r.fdsStart} → ${r.fdsEnd} (max ${r.fdsMax})`
 }
