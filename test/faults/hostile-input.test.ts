@@ -33,7 +33,7 @@ describe('requests Node\'s HTTP parser refuses are answered with the Error objec
 
   for (const [what, data] of [
     ['a garbage request line', 'GARBAGE\r\n\r\n'],
-    ['a bare LF request line with spaces in the path', 'GET /v1/pets x y HTTP/1.1\r\n\r\n'],
+    ['a request line with spaces in the target', 'GET /v1/pets x y HTTP/1.1\r\n\r\n'],
     ['a header without a colon', 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n'],
     ['a header name with a space', 'GET /v1/pets HTTP/1.1\r\nHo st: x\r\n\r\n'],
     ['a non-numeric Content-Length', 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'],
