@@ -31,6 +31,10 @@ export interface SoakResult {
   clientErrors: number
   p99FirstMs: number
   p99LastMs: number
+  /** p99 of every window, in order. */
+  p99ByWindowMs: number[]
+  /** p99 of reads alone (lists and gets, which never wait for an fsync), by window. */
+  p99ReadsByWindowMs: number[]
   rssStartMiB: number
   rssEndMiB: number
   rssGrowthPct: number
@@ -55,7 +59,7 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
   let seq = 0
   let lastId = 0
 
-  const one = (): Promise<{ status: number, ms: number }> => new Promise((resolve) => {
+  const one = (): Promise<{ status: number, ms: number, write: boolean }> => new Promise((resolve) => {
     const started = performance.now()
     const roll = Math.random()
     const write = roll < opts.writeShare
@@ -64,10 +68,10 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
       let body = ''
       res.setEncoding('utf8').on('data', (d: string) => { body += d }).on('end', () => {
         if (write && res.statusCode === 201) lastId = Math.max(lastId, Number(/"id":(\d+)/.exec(body)?.[1] ?? 0))
-        resolve({ status: res.statusCode ?? 0, ms: performance.now() - started })
+        resolve({ status: res.statusCode ?? 0, ms: performance.now() - started, write })
       })
     })
-    req.on('error', () => { clientErrors++; resolve({ status: 0, ms: performance.now() - started }) })
+    req.on('error', () => { clientErrors++; resolve({ status: 0, ms: performance.now() - started, write }) })
     req.end(write ? JSON.stringify({ name: `soak-${seq++}`, categoryId: seq }) : undefined)
   })
 
@@ -84,6 +88,7 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
 
     // Soak: open loop, dispatching every 10 ms.
     const windows = new Map<number, number[]>()
+    const readWindows = new Map<number, number[]>()
     const start = Date.now()
     let sent = 0
     let requests = 0
@@ -95,12 +100,17 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
       const due = Math.floor(elapsed * targetRps) - sent
       for (let i = 0; i < due && inFlight.size < 512; i++, sent++) {
         const w = Math.floor(elapsed / opts.windowSeconds)
-        const p = one().then(({ status, ms }) => {
+        const p = one().then(({ status, ms, write }) => {
           requests++
           byStatus[status] = (byStatus[status] ?? 0) + 1
           const list = windows.get(w) ?? []
           list.push(ms)
           windows.set(w, list)
+          if (!write) {
+            const reads = readWindows.get(w) ?? []
+            reads.push(ms)
+            readWindows.set(w, reads)
+          }
           inFlight.delete(p)
         })
         inFlight.add(p)
@@ -128,6 +138,8 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
       clientErrors,
       p99FirstMs: p99(windows.get(0) ?? []),
       p99LastMs: p99(windows.get(lastWindow) ?? []),
+      p99ByWindowMs: [...windows.keys()].sort((a, b) => a - b).map(w => p99(windows.get(w)!)),
+      p99ReadsByWindowMs: [...windows.keys()].sort((a, b) => a - b).map(w => p99(readWindows.get(w) ?? [])),
       rssStartMiB: base.rss,
       rssEndMiB: end.rss,
       rssGrowthPct: (end.rss - base.rss) / base.rss * 100,
@@ -145,6 +157,6 @@ export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
 export function formatSoak (r: SoakResult, seconds: number): string {
   return `soak ${seconds}s: peak ${r.peakRps.toFixed(0)} req/s, target ${r.targetRps.toFixed(0)}, achieved ${r.achievedRps.toFixed(0)} req/s; ` +
     `${r.requests} requests ${JSON.stringify(r.byStatus)}, 5xx ${r.serverErrors}, client errors ${r.clientErrors}; ` +
-    `p99 first window ${r.p99FirstMs.toFixed(1)} ms, last ${r.p99LastMs.toFixed(1)} ms; ` +
+    `p99 first window ${r.p99FirstMs.toFixed(1)} ms, last ${r.p99LastMs.toFixed(1)} ms (by window: ${r.p99ByWindowMs.map(x => x.toFixed(0)).join(', ')}; reads only: ${r.p99ReadsByWindowMs.map(x => x.toFixed(0)).join(', ')}); ` +
     `RSS ${r.rssStartMiB.toFixed(1)} → ${r.rssEndMiB.toFixed(1)} MiB (${r.rssGrowthPct >= 0 ? '+' : ''}${r.rssGrowthPct.toFixed(1)}%); fds ${r.fdsStart} → ${r.fdsEnd} (max ${r.fdsMax})`
 }
