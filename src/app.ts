@@ -1,4 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
+import cors from '@fastify/cors'
+import underPressure from '@fastify/under-pressure'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
@@ -6,11 +8,14 @@ import { authenticate, installBearerAuth } from './plugins/auth.js'
 import { clientErrorHandler, refuseConnect } from './plugins/client-errors.js'
 import { installErrorHandling, notFound, RouteTable, sendError, toApiError } from './plugins/errors.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
+import { Metrics } from './plugins/metrics.js'
+import { RateLimits } from './plugins/rate-limit.js'
 import healthRoutes from './routes/health.js'
 import orderRoutes from './routes/orders.js'
 import petRoutes from './routes/pets.js'
 import { ApiKeyVerifier } from './services/api-keys.js'
 import { CursorCodec } from './services/cursor.js'
+import { redactUrl } from './services/redact.js'
 import type { Store } from './store/store.js'
 
 export interface AppOptions {
@@ -20,21 +25,35 @@ export interface AppOptions {
   now?: () => number
   /** pino options or false; the entry file chooses, tests keep it quiet. */
   logger?: FastifyServerOptions['logger']
+  /** Where the counters go; the entry file serves them on METRICS_PORT. */
+  metrics?: Metrics
+  /** How often the event-loop delay is sampled for overload shedding (tests shorten it). */
+  pressureSampleIntervalMs?: number
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
+/** Headers a browser client may read (CORS_ORIGINS). */
+const EXPOSED_HEADERS = ['Link', 'Location', 'ETag', 'Deprecation', 'Sunset', 'Retry-After', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed']
+
 /**
- * Builds the service without listening. A request goes: request id → shutdown check →
- * (under /v1) bearer auth → body parsing → validation → handler → serialization by the response schema.
- * The store is the caller's: it is closed when the app closes.
+ * Builds the service without listening. A request goes: request id, hardening headers, shutdown
+ * check → overload check → (under /v1) refused address? → bearer auth → per-key rate limit → body
+ * parsing → validation → handler → serialization by the response schema → (reads) ETag.
+ * The store is the caller's: it is closed when the app closes, after in-flight requests finished.
  */
-export async function buildApp ({ config, store, now = Date.now, logger = false }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs }: AppOptions): Promise<FastifyInstance> {
   const verifier = new ApiKeyVerifier(store, config.keyCacheTtlMs)
   const app = Fastify({
     logger: logger === false
       ? false
-      : { redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], censor: '[redacted]' }, ...(logger === true ? {} : logger) },
+      : {
+          // We log no headers at all; these paths are a second guard should anything add them.
+          redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'], censor: '[redacted]' },
+          ...(logger === true ? {} : logger)
+        },
+    // One line per request, written below with what an operator needs and nothing secret.
+    disableRequestLogging: true,
     bodyLimit: config.bodyLimit,
     // Off on purpose: with it set, Fastify takes any X-Request-Id as-is and never calls genReqId, which
     // reads the header itself and keeps only well-formed ids (no log forging with arbitrary text).
@@ -43,11 +62,15 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
+    trustProxy: config.trustProxy,
+    // Slow or idle clients cannot pin the server: whole request, headers, idle keep-alive.
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     clientErrorHandler,
-    // Node would answer a missing Host with an empty 400 of its own; the onRequest hook below answers it.
-    http: { requireHostHeader: false },
+    // requireHostHeader: Node would answer a missing Host with an empty 400 of its own; the onRequest hook below answers it.
+    http: { requireHostHeader: false, headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // On close, idle keep-alive sockets are closed at once; busy ones after their response.
+    forceCloseConnections: 'idle',
     // We answer 503 ourselves while closing, in the Error shape.
     return503OnClosing: false,
     // No parameter is matched by a regex, so the router needs no length cap of its own (Node bounds the
@@ -67,13 +90,18 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
 
   app.server.on('connect', refuseConnect)
 
+  app.decorateRequest('apiKeyId', 0)
   const routes = new RouteTable()
-  app.addHook('onRoute', (route) => routes.record(route.method, route.url))
+  app.addHook('onRoute', (route) => {
+    // The CORS preflight catch-all answers OPTIONS anywhere; it must not turn 404s into 405s.
+    if (route.url !== '*' && route.url !== '/*') routes.record(route.method, route.url)
+  })
 
   let closing = false
   app.addHook('preClose', async () => { closing = true })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    reply.header('x-content-type-options', 'nosniff')
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       reply.header('connection', 'close')
       throw new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')
@@ -83,14 +111,57 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
       throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
     }
   })
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observe(request, reply)
+    request.log.info({
+      keyId: request.apiKeyId === 0 ? undefined : request.apiKeyId,
+      method: request.method,
+      route: request.routeOptions.url,
+      url: redactUrl(request.url),
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100
+    }, 'request completed')
+  })
 
-  installErrorHandling(app)
+  installErrorHandling(app, () => metrics.storeErrors.inc({ store: store.kind }))
   installJsonBodyParser(app, config.bodyLimit)
 
+  if (config.eventLoopMaxDelayMs > 0) {
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.eventLoopMaxDelayMs,
+      sampleInterval: pressureSampleIntervalMs ?? 1000,
+      // A rejected promise goes to our error handler: the Error shape, with Retry-After.
+      pressureHandler: async () => {
+        metrics.overloaded.inc()
+        throw new ApiError('service_unavailable', 'the server is overloaded; retry later', { 'retry-after': '2' })
+      }
+    })
+  }
+
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: [...config.corsOrigins],
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'X-Request-Id'],
+      exposedHeaders: EXPOSED_HEADERS,
+      maxAge: 600
+    })
+  }
+
+  const limits = await RateLimits.install(app, config, metrics)
   const cursorSecret = await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))
   const cursors = new CursorCodec(Buffer.from(cursorSecret, 'hex'))
-  // Close order: stop taking requests (Fastify), flush key last-use, then the store.
+
+  // Expired Idempotency-Keys are already ignored; this only keeps the table small.
+  const purge = setInterval(() => {
+    store.purgeIdempotencyKeys(new Date(now() - config.idempotencyTtlMs))
+      .catch((err: unknown) => app.log.warn({ err }, 'purging expired idempotency keys failed'))
+  }, 3600000)
+  purge.unref()
+
+  // Close order: stop taking requests and finish in-flight ones (Fastify), flush key last-use, then the store.
   app.addHook('onClose', async () => {
+    clearInterval(purge)
     await verifier.close()
     await store.close()
   })
@@ -98,14 +169,15 @@ export async function buildApp ({ config, store, now = Date.now, logger = false 
   await app.register(healthRoutes, { store })
 
   await app.register(async (v1) => {
-    installBearerAuth(v1, verifier)
-    v1.decorateRequest('apiKeyId', 0)
+    installBearerAuth(v1, verifier, limits)
     await v1.register(petRoutes, {
       store,
       cursors,
       getPetDeprecatedAt: config.getPetDeprecatedAt,
       getPetSunsetAt: config.getPetSunsetAt,
-      now
+      now,
+      metrics,
+      idempotencyTtlMs: config.idempotencyTtlMs
     })
     await v1.register(orderRoutes)
     v1.setNotFoundHandler(notFound(routes))

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { resolve } from 'node:path'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
@@ -19,7 +20,18 @@ const EnvSchema = Type.Object({
   GETPET_SUNSET_AT: Type.String({ default: '2030-12-05T00:00:00Z', description: 'When getPet is removed (Sunset header; 410 from then on).' }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'Longest time to receive a whole request.' }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 72000, description: 'How long an idle keep-alive connection is kept.' }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000, description: 'On SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.' })
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000, description: 'On SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.' }),
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000, description: 'Longest time to receive the request headers (slow-header clients are cut with 408).' }),
+  RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000, description: 'Requests per API key per window; 0 turns the per-key limit off.' }),
+  RATE_LIMIT_WINDOW_MS: Type.Integer({ minimum: 1000, maximum: 86400000, default: 60000, description: 'Length of the rate-limit window.' }),
+  RATE_LIMIT_ANON_MAX: Type.Integer({ minimum: 0, default: 60, description: 'Requests without a valid key per client address per window; past it the address is answered 429 before any key check. 0 turns it off.' }),
+  REDIS_URL: Type.String({ default: '', description: 'redis:// URL: rate-limit counters shared by every instance. Empty: counters local to each process.' }),
+  TRUST_PROXY: Type.String({ default: '', description: 'Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is trusted for the client address. Empty: the TCP peer is the client.' }),
+  EVENT_LOOP_MAX_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: 'Event-loop delay past which requests are shed with 503; 0 turns it off.' }),
+  METRICS_PORT: Type.String({ pattern: '^(off|[0-9]{1,5})$', default: '9464', description: 'Port of the separate Prometheus /metrics listener; off to disable.' }),
+  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the /metrics listener.' }),
+  CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
+  IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' })
 })
 type Env = Static<typeof EnvSchema>
 
@@ -40,6 +52,15 @@ export interface Config {
   requestTimeoutMs: number
   keepAliveTimeoutMs: number
   shutdownTimeoutMs: number
+  headersTimeoutMs: number
+  rateLimit: { max: number, anonMax: number, windowMs: number }
+  redisUrl: string | undefined
+  trustProxy: string[] | false
+  eventLoopMaxDelayMs: number
+  /** undefined: no metrics listener. */
+  metrics: { port: number, host: string } | undefined
+  corsOrigins: string[]
+  idempotencyTtlMs: number
 }
 
 export class ConfigError extends Error {
@@ -74,6 +95,54 @@ function parseDate (name: string, value: string): Date {
   return new Date(ms)
 }
 
+function parseRedisUrl (value: string): string | undefined {
+  if (value === '') return undefined
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError('REDIS_URL: not a valid URL; expected redis://[user:password@]host:port[/db]')
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
+  return value
+}
+
+function parseList (value: string): string[] {
+  return value.split(',').map(s => s.trim()).filter(s => s !== '')
+}
+
+function parseTrustProxy (value: string): string[] | false {
+  const items = parseList(value)
+  if (items.length === 0) return false
+  for (const item of items) {
+    const [addr, bits, extra] = item.split('/')
+    const ok = (isIP(addr ?? '') !== 0 || ['loopback', 'linklocal', 'uniquelocal'].includes(item)) &&
+      extra === undefined && (bits === undefined || /^\d{1,3}$/.test(bits))
+    if (!ok) throw new ConfigError(`TRUST_PROXY: '${item}' is not an IP address, CIDR, or one of loopback, linklocal, uniquelocal`)
+  }
+  return items
+}
+
+function parseCorsOrigins (value: string): string[] {
+  const items = parseList(value)
+  for (const item of items) {
+    let ok = false
+    try {
+      const u = new URL(item)
+      ok = (u.protocol === 'https:' || u.protocol === 'http:') && u.origin === item
+    } catch {}
+    if (!ok) throw new ConfigError(`CORS_ORIGINS: '${item}' is not an origin such as https://app.example.com (scheme, host, optional port; no path or trailing slash)`)
+  }
+  return items
+}
+
+function parseMetrics (port: string, host: string): Config['metrics'] {
+  if (port === 'off') return undefined
+  const n = Number(port)
+  if (n > 65535) throw new ConfigError('METRICS_PORT: must be a port from 0 to 65535, or off')
+  return { port: n, host }
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
   let e: Env
@@ -84,6 +153,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     const msg = (err as Error).message.replace(/env\/([A-Z_]+) /g, '$1: ').replace(/^env /, '')
     throw new ConfigError(msg)
   }
+  if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) throw new ConfigError(`HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS})`)
   return Object.freeze({
     host: e.HOST,
     port: e.PORT,
@@ -96,7 +166,15 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     getPetSunsetAt: parseDate('GETPET_SUNSET_AT', e.GETPET_SUNSET_AT),
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
-    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    rateLimit: Object.freeze({ max: e.RATE_LIMIT_MAX, anonMax: e.RATE_LIMIT_ANON_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS }),
+    redisUrl: parseRedisUrl(e.REDIS_URL),
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    eventLoopMaxDelayMs: e.EVENT_LOOP_MAX_DELAY_MS,
+    metrics: parseMetrics(e.METRICS_PORT, e.METRICS_HOST),
+    corsOrigins: parseCorsOrigins(e.CORS_ORIGINS),
+    idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000
   })
 }
 

@@ -12,13 +12,16 @@ export const ERROR_CODES = {
   not_found: { status: 404, description: 'No such route, or no animal with that id.' },
   method_not_allowed: { status: 405, description: 'The route exists but not for this method; see the Allow header.' },
   request_timeout: { status: 408, description: 'The whole request was not received within REQUEST_TIMEOUT_MS; the connection is closed.' },
+  idempotency_key_in_use: { status: 409, description: 'A request with the same Idempotency-Key is still being processed; retry after it finished.' },
   gone: { status: 410, description: 'The operation was removed at its sunset date; the message names the replacement.' },
   payload_too_large: { status: 413, description: 'The request body is larger than the body limit.' },
   unsupported_media_type: { status: 415, description: 'The request body is not application/json (UTF-8).' },
+  idempotency_key_reused: { status: 422, description: 'The Idempotency-Key was already used with a different request body.' },
+  rate_limited: { status: 429, description: 'Too many requests for this API key, or too many failed authentications from this address; see Retry-After.' },
   header_too_large: { status: 431, description: 'The request line and headers are larger than 16 KiB; the connection is closed.' },
   internal_error: { status: 500, description: 'An unexpected failure; details are logged with the request id, never returned.' },
   not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders).' },
-  service_unavailable: { status: 503, description: 'The store is unavailable or the service is shutting down; retry later.' }
+  service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, or it is shutting down; see Retry-After.' }
 } as const satisfies Record<string, { status: number, description: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES

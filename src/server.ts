@@ -1,14 +1,17 @@
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import closeWithGrace from 'close-with-grace'
+import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { buildMetricsApp, Metrics } from './plugins/metrics.js'
 import { createApiKey } from './services/api-keys.js'
 import { openStore } from './store/index.js'
 
 /**
- * The process entry: config → store → app → listen, with graceful shutdown on SIGTERM/SIGINT.
- * Production defaults (JSON logs on stdout, timeouts) are chosen here.
+ * The process entry: config → store → app → listen (API, and /metrics on its own port), with
+ * graceful shutdown on SIGTERM/SIGINT: stop accepting, close idle keep-alive sockets at once, let
+ * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
  */
 export async function startServer (env: NodeJS.ProcessEnv = process.env): Promise<void> {
   let config
@@ -35,19 +38,36 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     )
   }
 
-  const app = await buildApp({ config, store, logger: { level: config.logLevel } })
+  const metrics = new Metrics(store, { processMetrics: true })
+  let app: FastifyInstance
+  try {
+    app = await buildApp({ config, store, metrics, logger: { level: config.logLevel } })
+  } catch (err) {
+    process.stderr.write(`petstore: cannot start: ${(err as Error).message}\n`)
+    await store.close()
+    process.exit(1)
+  }
+  const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
 
-  closeWithGrace({ delay: config.shutdownTimeoutMs }, async ({ signal, err }) => {
+  closeWithGrace({ delay: config.shutdownTimeoutMs, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an uncaught error')
     else app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    await metricsApp?.close()
+    // Stops listening, closes idle keep-alive sockets, waits for in-flight requests, then closes the store.
     await app.close()
+    app.log.info('shut down cleanly')
   })
 
   try {
     await app.listen({ host: config.host, port: config.port })
+    if (metricsApp !== undefined && config.metrics !== undefined) {
+      const at = await metricsApp.listen({ host: config.metrics.host, port: config.metrics.port })
+      app.log.info({ url: `${at}/metrics` }, 'metrics listening')
+    }
   } catch (err) {
     app.log.fatal({ err }, 'could not listen')
     process.stderr.write(`petstore: cannot listen on ${config.host}:${config.port} (check HOST and PORT): ${(err as Error).message}\n`)
+    await metricsApp?.close()
     await app.close()
     process.exit(1)
   }

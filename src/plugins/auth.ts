@@ -1,6 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { ApiKeyVerifier } from '../services/api-keys.js'
+import type { RateLimits } from './rate-limit.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,10 +36,20 @@ export async function authenticate (header: string | undefined, verifier: ApiKey
 /**
  * Bearer authentication for every route of the scope it is installed on (and its 404/405 answers):
  * it runs first, before body parsing, validation or any lookup, so nothing leaks to a caller
- * without a valid key.
+ * without a valid key. Rate limits wrap it: an address over its failed-authentication budget is
+ * refused before its key is looked at; a valid key is then counted against its own limit.
  */
-export function installBearerAuth (scope: FastifyInstance, verifier: ApiKeyVerifier): void {
-  scope.addHook('onRequest', async (request: FastifyRequest) => {
-    request.apiKeyId = await authenticate(request.headers.authorization, verifier)
+export function installBearerAuth (scope: FastifyInstance, verifier: ApiKeyVerifier, limits: RateLimits): void {
+  scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    limits.refuseBlockedAddress(request, reply)
+    try {
+      request.apiKeyId = await authenticate(request.headers.authorization, verifier)
+    } catch (err) {
+      await limits.countFailure(request, reply)
+      throw err
+    }
+    // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).
+    reply.header('cache-control', 'no-store')
+    await limits.countKeyUse(request, reply)
   })
 }

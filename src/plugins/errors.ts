@@ -44,8 +44,9 @@ export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
  * One error handler for the whole app, and 404/405 answers for unknown routes and methods.
  * 5xx details are logged with the request id, never sent.
  */
-export function installErrorHandling (app: FastifyInstance): void {
+export function installErrorHandling (app: FastifyInstance, onStoreError: () => void = () => {}): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof StoreUnavailableError) onStoreError()
     const error = toApiError(err)
     if (error.statusCode >= 500) request.log.error({ err }, 'request failed')
     else if (error.code === 'internal_error') request.log.error({ err }, 'request failed')

@@ -16,6 +16,42 @@ export interface ListPetsParams {
 }
 
 /**
+ * An Idempotency-Key sent with a create (IETF httpapi Idempotency-Key draft, Stripe's semantics).
+ * A record (apiKeyId, key) → (fingerprint, pet id, createdAt) is kept at least until `expiredBefore`
+ * passes its createdAt; an expired record counts as absent and is replaced.
+ */
+export interface IdempotencyKey {
+  /** Keys are scoped per API key: two API keys may use the same Idempotency-Key independently. */
+  apiKeyId: number
+  /** The header value, 1–255 printable ASCII characters. */
+  key: string
+  /** SHA-256 (hex) of the normalized request; equal fingerprints mean "the same request". */
+  fingerprint: string
+  /** When this request arrived (stored as the record's createdAt). */
+  now: Date
+  /** Records created before this instant are expired. */
+  expiredBefore: Date
+}
+
+/**
+ * created: the pet was inserted and the key recorded, in one transaction.
+ * replayed: a live record for the key existed with the same fingerprint; `pet` is the pet it created; nothing written.
+ * mismatch: a live record for the key existed with another fingerprint; nothing written.
+ */
+export type IdempotentCreateResult =
+  | { outcome: 'created', pet: Pet }
+  | { outcome: 'replayed', pet: Pet }
+  | { outcome: 'mismatch' }
+
+/** Connection-pool occupancy, for metrics (stores that have a pool). */
+export interface PoolStats {
+  total: number
+  idle: number
+  /** Callers waiting for a connection. */
+  waiting: number
+}
+
+/**
  * Everything the service needs from a database. Routes and services see only this interface; each
  * store (SQLite, PostgreSQL) holds all its SQL behind it. Any failure to reach or write the database
  * surfaces as StoreUnavailableError.
@@ -25,6 +61,15 @@ export interface Store {
 
   /** Durably stores a pet; resolves only once the pet is committed (group-committed with its peers). */
   createPet (pet: NewPet): Promise<Pet>
+  /**
+   * createPet with an Idempotency-Key: looks the key up and, when no live record exists, inserts the
+   * pet and the record in the SAME transaction (so a crash keeps both or neither, and every instance
+   * sees it). Concurrent calls with one key, on any instances, create at most one pet: a later one
+   * sees the committed record (replayed/mismatch). Durable like createPet when it resolves.
+   */
+  createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult>
+  /** Deletes idempotency records created before `before` (housekeeping); returns how many. */
+  purgeIdempotencyKeys (before: Date): Promise<number>
   getPet (id: bigint): Promise<Pet | undefined>
   /** Pets in ascending id order (keyset pagination). */
   listPets (params: ListPetsParams): Promise<Pet[]>
@@ -41,6 +86,9 @@ export interface Store {
 
   /** A value kept in the store for every instance to share, created with `create()` on first use. */
   getOrCreateSetting (name: string, create: () => string): Promise<string>
+
+  /** Pool occupancy when the store has a connection pool (PostgreSQL); absent otherwise. */
+  poolStats?(): PoolStats
 
   /** Resolves when the store answers a trivial query. */
   ping (): Promise<void>

@@ -3,11 +3,11 @@ import type Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet, PetStatus } from '../../schemas/pets.js'
 import { GroupCommit } from '../group-commit.js'
-import type { ApiKeyRecord, ListPetsParams, Store } from '../store.js'
+import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, Store } from '../store.js'
 import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
-import { prepareWrites } from './writes.js'
+import { type CreateItem, type CreateOutcome, prepareWrites } from './writes.js'
 
 interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
 interface KeyRow { id: bigint, name: string, created_at: string, last_used_at: string | null, revoked_at: string | null }
@@ -102,7 +102,7 @@ export interface SqliteStoreOptions {
 /** The embedded store: reads on the event loop (microseconds), writes group-committed on a writer thread. */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
-  private readonly creates: GroupCommit<NewPet, bigint>
+  private readonly creates: GroupCommit<CreateItem, CreateOutcome>
   private readonly stmts
 
   private constructor (
@@ -110,10 +110,13 @@ export class SqliteStore implements Store {
     private readonly writer: WorkerWriter | undefined
   ) {
     const inline = writer === undefined ? prepareWrites(db) : undefined
-    this.creates = new GroupCommit<NewPet, bigint>(async (pets) =>
+    this.creates = new GroupCommit<CreateItem, CreateOutcome>(async (items) =>
       writer !== undefined
-        ? await writer.run<bigint[]>({ op: 'createPets', pets })
-        : guard(() => inline!.createPets(pets)))
+        ? await writer.run<CreateOutcome[]>({ op: 'createPets', items })
+        : guard(() => inline!.createPets(items)))
+    this.purge = writer !== undefined
+      ? async (beforeMs) => await writer.run<number>({ op: 'purgeIdempotencyKeys', beforeMs })
+      : async (beforeMs) => guard(() => inline!.purgeIdempotencyKeys(beforeMs))
     this.touch = writer !== undefined
       ? async (entries) => { await writer.run({ op: 'touchApiKeys', entries }) }
       : async (entries) => { guard(() => inline!.touchApiKeys(entries)) }
@@ -133,6 +136,7 @@ export class SqliteStore implements Store {
   }
 
   private readonly touch: (entries: Array<[number, string]>) => Promise<void>
+  private readonly purge: (beforeMs: number) => Promise<number>
 
   /** Opens (creating if needed) and migrates the database, then starts the writer thread. */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
@@ -167,8 +171,22 @@ export class SqliteStore implements Store {
   }
 
   async createPet (pet: NewPet): Promise<Pet> {
-    const id = await this.creates.submit(pet)
+    const id = await this.creates.submit({ pet }) as bigint
     return { id, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? 'available' }
+  }
+
+  async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
+    const out = await this.creates.submit({
+      pet,
+      idem: { apiKeyId: idem.apiKeyId, key: idem.key, fingerprint: idem.fingerprint, nowMs: idem.now.getTime(), expiredBeforeMs: idem.expiredBefore.getTime() }
+    })
+    if (out === null) return { outcome: 'mismatch' }
+    if (typeof out === 'bigint') return { outcome: 'created', pet: { id: out, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? 'available' } }
+    return { outcome: 'replayed', pet: out }
+  }
+
+  async purgeIdempotencyKeys (before: Date): Promise<number> {
+    return await this.purge(before.getTime())
   }
 
   async getPet (id: bigint): Promise<Pet | undefined> {

@@ -29,6 +29,22 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
         value TEXT NOT NULL
       );
     `
+  },
+  {
+    version: 2,
+    name: 'idempotency keys',
+    // Written in the same transaction as the pet it created; created_at in ms since the epoch.
+    sql: `
+      CREATE TABLE idempotency_keys (
+        api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        pet_id INTEGER NOT NULL REFERENCES pets (id),
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (api_key_id, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `
   }
 ]
 

@@ -4,11 +4,12 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
-import { prepareWrites } from './writes.js'
+import { type CreateItem, prepareWrites } from './writes.js'
 
 export type WriterOp =
-  | { op: 'createPets', pets: Parameters<ReturnType<typeof prepareWrites>['createPets']>[0] }
+  | { op: 'createPets', items: CreateItem[] }
   | { op: 'touchApiKeys', entries: Array<[number, string]> }
+  | { op: 'purgeIdempotencyKeys', beforeMs: number }
 export type WriterRequest = WriterOp & { id: number }
 export type WriterResponse =
   | { id: number, ok: true, result: unknown }
@@ -26,7 +27,9 @@ port.on('message', (req: WriterRequest | { op: 'close' }) => {
     return
   }
   try {
-    const result = req.op === 'createPets' ? writes.createPets(req.pets) : writes.touchApiKeys(req.entries)
+    const result = req.op === 'createPets'
+      ? writes.createPets(req.items)
+      : req.op === 'touchApiKeys' ? writes.touchApiKeys(req.entries) : writes.purgeIdempotencyKeys(req.beforeMs)
     port.postMessage({ id: req.id, ok: true, result } satisfies WriterResponse)
   } catch (err) {
     const e = err as { message?: string, code?: string }
