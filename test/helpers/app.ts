@@ -6,8 +6,9 @@ import type { TestContext } from 'node:test'
 import Database from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import type { Response } from 'light-my-request'
-import { buildApp } from '../../src/app.js'
+import { buildApp, type AppOptions } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
+import { Metrics } from '../../src/plugins/metrics.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
@@ -20,6 +21,7 @@ export interface TestApp {
   key: string
   auth: { authorization: string }
   dir: string
+  metrics: Metrics
 }
 
 /** A temporary directory removed when the test ends. */
@@ -33,14 +35,28 @@ export function tempDir (t: TestContext, prefix = 'petstore-test-'): string {
  * The app over a real SQLite file in a fresh temporary directory, with one API key.
  * Closed (store included) and removed when the test ends.
  */
-export async function buildTestApp (t: TestContext, opts: { env?: Record<string, string>, now?: () => number } = {}): Promise<TestApp> {
-  const dir = tempDir(t)
-  const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, ...opts.env }, dir)
+export async function buildTestApp (t: TestContext, opts: {
+  env?: Record<string, string>
+  now?: () => number
+  /** Another app's directory: this app then shares its database file (a second instance). */
+  dir?: string
+} & Pick<AppOptions, 'logger' | 'pressureSampleIntervalMs'> = {}): Promise<TestApp> {
+  const dir = opts.dir ?? tempDir(t)
+  // Overload shedding is off unless a test asks for it: a loaded CI machine must not shed test requests.
+  const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, EVENT_LOOP_MAX_DELAY_MS: '0', ...opts.env }, dir)
   const store = await openStore(config)
-  const app = await buildApp({ config, store, ...(opts.now !== undefined ? { now: opts.now } : {}) })
+  const metrics = new Metrics(store)
+  const app = await buildApp({
+    config,
+    store,
+    metrics,
+    ...(opts.now !== undefined ? { now: opts.now } : {}),
+    ...(opts.logger !== undefined ? { logger: opts.logger } : {}),
+    ...(opts.pressureSampleIntervalMs !== undefined ? { pressureSampleIntervalMs: opts.pressureSampleIntervalMs } : {})
+  })
   t.after(() => app.close())
   const { key } = await createApiKey(store, 'test')
-  return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir }
+  return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir, metrics }
 }
 
 /** Creates a pet through the API and returns the parsed body. */

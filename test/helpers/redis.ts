@@ -1,0 +1,38 @@
+import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+import type { TestContext } from 'node:test'
+
+/** A free loopback TCP port (asked of the kernel, then released). */
+export async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** A real redis-server (Debian's) on a free loopback port, without persistence; stopped when the test ends. */
+export async function startRedis (t: TestContext): Promise<string> {
+  const port = await freePort()
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => { child.kill('SIGKILL') })
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('redis-server did not start within 10 s')), 10000)
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+      if (out.includes('Ready to accept connections')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`redis-server exited with ${code}: ${out}`))
+    })
+  })
+  return `redis://127.0.0.1:${port}`
+}

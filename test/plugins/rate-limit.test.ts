@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { createApiKey } from '../../src/services/api-keys.js'
+import { buildTestApp } from '../helpers/app.js'
+import { startRedis } from '../helpers/redis.js'
+
+const BAD_KEY = 'Bearer psk_' + 'A'.repeat(43)
+
+describe('per-API-key rate limit', () => {
+  it('answers 429 rate_limited with Retry-After and RateLimit headers once the key used up its window', async (t) => {
+    const ta = await buildTestApp(t, { env: { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_MS: '60000' } })
+    for (let i = 0; i < 3; i++) {
+      const ok = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
+      assert.equal(ok.statusCode, 200)
+      assert.equal(ok.headers['ratelimit-policy'], '"key";q=3;w=60')
+      assert.match(String(ok.headers.ratelimit), new RegExp(`^"key";r=${2 - i};t=\\d+$`))
+    }
+    const res = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
+    assert.equal(res.statusCode, 429)
+    assert.equal(res.json().code, 'rate_limited')
+    assert.equal(res.json().status, 429)
+    assert.deepEqual(Object.keys(res.json()).sort(), ['code', 'message', 'status'])
+    const retry = Number(res.headers['retry-after'])
+    assert.ok(retry >= 1 && retry <= 60, `Retry-After ${res.headers['retry-after']}`)
+    assert.match(String(res.headers.ratelimit), /^"key";r=0;t=\d+$/)
+    assert.equal((await ta.app.inject({ url: '/healthz' })).statusCode, 200) // outside /v1: not limited
+
+    // Another key has its own budget.
+    const other = await createApiKey(ta.store, 'other')
+    const res2 = await ta.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${other.key}` } })
+    assert.equal(res2.statusCode, 200)
+
+    const metrics = await ta.metrics.registry.getSingleMetricAsString('petstore_rate_limited_total')
+    assert.match(metrics, /petstore_rate_limited_total\{scope="key"\} 1/)
+  })
+
+  it('is shared by every instance through Redis when REDIS_URL is set', async (t) => {
+    const redisUrl = await startRedis(t)
+    const env = { RATE_LIMIT_MAX: '4', REDIS_URL: redisUrl }
+    const a = await buildTestApp(t, { env })
+    const b = await buildTestApp(t, { env, dir: a.dir }) // a second instance on the same database
+    const codes: number[] = []
+    for (const app of [a.app, b.app, a.app, b.app, a.app, b.app]) {
+      codes.push((await app.inject({ url: '/v1/pets', headers: a.auth })).statusCode)
+    }
+    assert.deepEqual(codes, [200, 200, 200, 200, 429, 429])
+  })
+})
+
+describe('per-address limit on requests without a valid key', () => {
+  it('refuses an address with 429 once it spent its failed-authentication budget, before looking at any key', async (t) => {
+    const ta = await buildTestApp(t, { env: { RATE_LIMIT_ANON_MAX: '5' } })
+    let lookups = 0
+    const find = ta.store.findApiKeyByHash.bind(ta.store)
+    ta.store.findApiKeyByHash = async (hash) => { lookups++; return await find(hash) }
+    const codes: number[] = []
+    for (let i = 0; i < 8; i++) {
+      const key = 'Bearer psk_' + String(i).padStart(43, 'x') // a new unknown key each time: no cache helps
+      codes.push((await ta.app.inject({ url: '/v1/pets', headers: { authorization: key }, remoteAddress: '203.0.113.7' })).statusCode)
+    }
+    assert.deepEqual(codes, [401, 401, 401, 401, 401, 429, 429, 429])
+    // Only the keys tried before the address was refused reached the store (the 6th was looked up, then refused).
+    assert.equal(lookups, 6)
+
+    const blocked = await ta.app.inject({ url: '/v1/pets', headers: ta.auth, remoteAddress: '203.0.113.7' })
+    assert.equal(blocked.statusCode, 429)
+    assert.equal(blocked.json().code, 'rate_limited')
+    assert.ok(Number(blocked.headers['retry-after']) >= 1)
+    assert.equal(blocked.headers['ratelimit-policy'], '"address";q=5;w=60')
+
+    // Other addresses, and valid keys from them, are untouched.
+    assert.equal((await ta.app.inject({ url: '/v1/pets', headers: { authorization: BAD_KEY }, remoteAddress: '198.51.100.1' })).statusCode, 401)
+    assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth, remoteAddress: '198.51.100.2' })).statusCode, 200)
+    const metrics = await ta.metrics.registry.getSingleMetricAsString('petstore_rate_limited_total')
+    assert.match(metrics, /petstore_rate_limited_total\{scope="address"\} 4/)
+  })
+
+  it('does not count requests with a valid key against the address', async (t) => {
+    const ta = await buildTestApp(t, { env: { RATE_LIMIT_ANON_MAX: '2' } })
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth })).statusCode, 200)
+    }
+    assert.equal((await ta.app.inject({ url: '/v1/pets' })).statusCode, 401)
+  })
+})
