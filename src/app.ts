@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import cors from '@fastify/cors'
 import underPressure from '@fastify/under-pressure'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { authenticate, installBearerAuth } from './plugins/auth.js'
@@ -53,14 +53,15 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
           ...(logger === true ? {} : logger)
         },
     // One line per request, written below with what an operator needs and nothing secret.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimit,
     // Off on purpose: with it set, Fastify takes any X-Request-Id as-is and never calls genReqId, which
     // reads the header itself and keeps only well-formed ids (no log forging with arbitrary text).
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      // An id that looks like an API key is replaced: a key pasted into the wrong header must not reach the logs.
+      return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes('psk_') ? given : randomUUID()
     },
     trustProxy: config.trustProxy,
     // Slow or idle clients cannot pin the server: whole request, headers, idle keep-alive.
@@ -68,7 +69,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     clientErrorHandler,
     // requireHostHeader: Node would answer a missing Host with an empty 400 of its own; the onRequest hook below answers it.
-    http: { requireHostHeader: false, headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    http: { requireHostHeader: false, headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000 },
     // On close, idle keep-alive sockets are closed at once; busy ones after their response.
     forceCloseConnections: 'idle',
     // We answer 503 ourselves while closing, in the Error shape.
@@ -98,7 +99,19 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
   })
 
   let closing = false
-  app.addHook('preClose', async () => { closing = true })
+  let sweep: NodeJS.Timeout | undefined
+  app.addHook('preClose', async () => {
+    closing = true
+    // server.close() closes the sockets idle at that instant; keep closing those that go idle
+    // later (a keep-alive socket between two requests) so shutdown never waits for keepAliveTimeout.
+    sweep = setInterval(() => app.server.closeIdleConnections(), 100)
+    sweep.unref()
+  })
+  // Responses finishing during shutdown end their connection, so the client reconnects elsewhere.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close')
+    return payload
+  })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
     reply.header('x-content-type-options', 'nosniff')
@@ -162,6 +175,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
   // Close order: stop taking requests and finish in-flight ones (Fastify), flush key last-use, then the store.
   app.addHook('onClose', async () => {
     clearInterval(purge)
+    clearInterval(sweep)
     await verifier.close()
     await store.close()
   })
