@@ -108,9 +108,9 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     sweep.unref()
   })
   // Responses finishing during shutdown end their connection, so the client reconnects elsewhere.
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close')
-    return payload
+    done(null, payload)
   })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
@@ -124,7 +124,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
       throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
     }
   })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observe(request, reply)
     request.log.info({
       keyId: request.apiKeyId === 0 ? undefined : request.apiKeyId,
@@ -134,6 +134,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 100) / 100
     }, 'request completed')
+    done()
   })
 
   installErrorHandling(app, () => metrics.storeErrors.inc({ store: store.kind }))

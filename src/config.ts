@@ -28,7 +28,7 @@ const EnvSchema = Type.Object({
   REDIS_URL: Type.String({ default: '', description: 'redis:// URL: rate-limit counters shared by every instance. Empty: counters local to each process.' }),
   TRUST_PROXY: Type.String({ default: '', description: 'Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is trusted for the client address. Empty: the TCP peer is the client.' }),
   EVENT_LOOP_MAX_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: 'Event-loop delay past which requests are shed with 503; 0 turns it off.' }),
-  METRICS_PORT: Type.String({ pattern: '^(off|[0-9]{1,5})$', default: '9464', description: 'Port of the separate Prometheus /metrics listener; off to disable.' }),
+  METRICS_PORT: Type.String({ pattern: '^(off|[0-9]{1,5})$', default: 'off', description: 'Port of the separate Prometheus /metrics listener (e.g. 9464); off: no listener. Off by default so several instances can share a host.' }),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the /metrics listener.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' })

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { ConfigError, EnvSchema, loadConfig } from '../src/config.js'
 
 describe('loadConfig', () => {
   it('applies the documented defaults, resolving the database path against the working directory', () => {
@@ -45,6 +46,56 @@ describe('loadConfig', () => {
           return true
         })
       })
+    }
+  })
+})
+
+describe('operations settings', () => {
+  it('reads the limits, Redis, metrics, CORS, proxy and idempotency settings', () => {
+    const c = loadConfig({
+      RATE_LIMIT_MAX: '10', RATE_LIMIT_ANON_MAX: '3', RATE_LIMIT_WINDOW_MS: '2000', REDIS_URL: 'redis://127.0.0.1:6390/1',
+      METRICS_PORT: '9999', METRICS_HOST: '0.0.0.0', CORS_ORIGINS: 'https://a.example, http://localhost:3000',
+      TRUST_PROXY: '10.0.0.0/8,loopback', EVENT_LOOP_MAX_DELAY_MS: '250', IDEMPOTENCY_TTL_HOURS: '48', HEADERS_TIMEOUT_MS: '5000'
+    }, '/x')
+    assert.deepEqual(c.rateLimit, { max: 10, anonMax: 3, windowMs: 2000 })
+    assert.equal(c.redisUrl, 'redis://127.0.0.1:6390/1')
+    assert.deepEqual(c.metrics, { port: 9999, host: '0.0.0.0' })
+    assert.deepEqual(c.corsOrigins, ['https://a.example', 'http://localhost:3000'])
+    assert.deepEqual(c.trustProxy, ['10.0.0.0/8', 'loopback'])
+    assert.equal(c.eventLoopMaxDelayMs, 250)
+    assert.equal(c.idempotencyTtlMs, 48 * 3600000)
+    assert.equal(c.headersTimeoutMs, 5000)
+    const d = loadConfig({}, '/x')
+    assert.deepEqual([d.redisUrl, d.corsOrigins, d.trustProxy, d.metrics], [undefined, [], false, undefined])
+    assert.deepEqual(loadConfig({ METRICS_PORT: '0' }, '/x').metrics, { port: 0, host: '127.0.0.1' })
+  })
+
+  it('throws a ConfigError naming the variable for every bad value', async (t) => {
+    const bad: Array<[string, string]> = [
+      ['RATE_LIMIT_MAX', '-1'], ['RATE_LIMIT_MAX', 'many'], ['RATE_LIMIT_ANON_MAX', '1.5'], ['RATE_LIMIT_WINDOW_MS', '10'],
+      ['REDIS_URL', 'localhost:6379'], ['REDIS_URL', 'http://x'], ['METRICS_PORT', '70000'], ['METRICS_PORT', 'on'],
+      ['METRICS_HOST', ''], ['CORS_ORIGINS', 'https://a.example/'], ['CORS_ORIGINS', '*'], ['CORS_ORIGINS', 'a.example'],
+      ['TRUST_PROXY', 'everyone'], ['TRUST_PROXY', '10.0.0.0/8/1'], ['EVENT_LOOP_MAX_DELAY_MS', '-5'],
+      ['IDEMPOTENCY_TTL_HOURS', '1'], ['HEADERS_TIMEOUT_MS', '10'], ['HEADERS_TIMEOUT_MS', '60000']
+    ]
+    for (const [name, value] of bad) {
+      await t.test(`${name}=${JSON.stringify(value)}`, () => {
+        assert.throws(() => loadConfig({ [name]: value }, '/x'), (err: Error) => {
+          assert.ok(err instanceof ConfigError, String(err))
+          assert.match(err.message, new RegExp(`^${name}: \\S`))
+          return true
+        })
+      })
+    }
+  })
+
+  it('documents every variable in .env.example and in the README configuration table', () => {
+    const example = readFileSync('.env.example', 'utf8')
+    const readme = readFileSync('README.md', 'utf8')
+    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5))
+    for (const name of Object.keys(EnvSchema.properties)) {
+      assert.match(example, new RegExp(`^#? ?${name}=`, 'm'), `${name} missing from .env.example`)
+      assert.match(table, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `${name} missing from the README configuration table`)
     }
   })
 })
