@@ -66,6 +66,10 @@ export interface Store {
    * pet and the record in the SAME transaction (so a crash keeps both or neither, and every instance
    * sees it). Concurrent calls with one key, on any instances, create at most one pet: a later one
    * sees the committed record (replayed/mismatch). Durable like createPet when it resolves.
+   * SQLite: a lookup then two INSERTs in the writer's IMMEDIATE transaction (see sqlite/writes.ts).
+   * A server database would claim the key first in the transaction, INSERT … ON CONFLICT (api_key_id, key)
+   * DO NOTHING (a concurrent claim waits for the other transaction, then sees its row and reads it),
+   * then insert the pet and record its id, all before COMMIT.
    */
   createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult>
   /** Deletes idempotency records created before `before` (housekeeping); returns how many. */

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import Database from 'better-sqlite3'
 import { describe, it } from 'node:test'
-import { buildMetricsApp } from '../../src/plugins/metrics.js'
+import { buildMetricsApp, Metrics } from '../../src/plugins/metrics.js'
 import { buildTestApp } from '../helpers/app.js'
 
 function capture (): { stream: Writable, lines: () => Array<Record<string, unknown>>, text: () => string } {
@@ -88,5 +88,18 @@ describe('GET /metrics', () => {
     assert.match(body, /# TYPE petstore_rate_limited_total counter/)
     // Not on the API port.
     assert.equal((await ta.app.inject({ url: '/metrics' })).statusCode, 404)
+  })
+})
+
+describe('pool metrics', () => {
+  it('reports the pool of a store that has one, read at scrape time', async () => {
+    const stats = { total: 10, idle: 7, waiting: 0 }
+    const metrics = new Metrics({ poolStats: () => stats })
+    stats.waiting = 3
+    const text = await metrics.registry.metrics()
+    assert.match(text, /petstore_store_pool_connections\{state="total"\} 10/)
+    assert.match(text, /petstore_store_pool_connections\{state="idle"\} 7/)
+    assert.match(text, /petstore_store_pool_connections\{state="waiting"\} 3/)
+    assert.doesNotMatch(await new Metrics({}).registry.metrics(), /pool_connections/)
   })
 })
