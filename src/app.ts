@@ -162,7 +162,13 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     })
   }
 
-  const limits = await RateLimits.install(app, config, metrics)
+  let limits: RateLimits
+  try {
+    limits = await RateLimits.install(app, config, metrics)
+  } catch (err) {
+    await app.close() // its timers (overload sampling) must not keep the process alive
+    throw err
+  }
   const cursorSecret = await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))
   const cursors = new CursorCodec(Buffer.from(cursorSecret, 'hex'))
 

@@ -44,7 +44,8 @@ export class RateLimits {
         throw new Error(`REDIS_URL: cannot connect to Redis (${(err as Error).message})`)
       }
       const client = redis
-      app.addHook('onClose', async () => { await client.quit().catch(() => client.disconnect()) })
+      // disconnect, not quit: quit waits on a Redis that may be gone, and counters need no flush.
+      app.addHook('onClose', async () => { client.disconnect() })
     }
     await app.register(fastifyRateLimit, {
       global: false,

@@ -16,6 +16,11 @@ export async function freePort (): Promise<number> {
 
 /** A real redis-server (Debian's) on a free loopback port, without persistence; stopped when the test ends. */
 export async function startRedis (t: TestContext): Promise<string> {
+  return (await startRedisServer(t)).url
+}
+
+/** startRedis, with a way to stop the server mid-test (an outage). */
+export async function startRedisServer (t: TestContext): Promise<{ url: string, stop: () => Promise<void> }> {
   const port = await freePort()
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
   t.after(() => { child.kill('SIGKILL') })
@@ -34,5 +39,12 @@ export async function startRedis (t: TestContext): Promise<string> {
       reject(new Error(`redis-server exited with ${code}: ${out}`))
     })
   })
-  return `redis://127.0.0.1:${port}`
+  const exited = new Promise<void>(resolve => child.once('exit', () => resolve()))
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited
+    }
+  }
 }

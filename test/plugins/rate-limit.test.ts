@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
-import { buildTestApp } from '../helpers/app.js'
-import { startRedis } from '../helpers/redis.js'
+import { openStore } from '../../src/store/index.js'
+import { buildTestApp, tempDir } from '../helpers/app.js'
+import { startRedis, startRedisServer } from '../helpers/redis.js'
 
 const BAD_KEY = 'Bearer psk_' + 'A'.repeat(43)
 
@@ -44,6 +48,28 @@ describe('per-API-key rate limit', () => {
       codes.push((await app.inject({ url: '/v1/pets', headers: a.auth })).statusCode)
     }
     assert.deepEqual(codes, [200, 200, 200, 200, 429, 429])
+  })
+
+  it('lets requests through, and counts the failure, while Redis is unreachable', async (t) => {
+    const redis = await startRedisServer(t)
+    const ta = await buildTestApp(t, { env: { RATE_LIMIT_MAX: '1', REDIS_URL: redis.url } })
+    assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth })).statusCode, 200)
+    assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth })).statusCode, 429)
+    await redis.stop()
+    const res = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers.ratelimit, undefined)
+    assert.match(await ta.metrics.registry.getSingleMetricAsString('petstore_store_errors_total'), /petstore_store_errors_total\{store="redis"\} [1-9]/)
+  })
+
+  it('refuses to start when REDIS_URL cannot be reached, naming it', async (t) => {
+    const redis = await startRedisServer(t)
+    await redis.stop()
+    const dir = tempDir(t)
+    const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, REDIS_URL: redis.url }, dir)
+    const store = await openStore(config)
+    t.after(() => store.close())
+    await assert.rejects(buildApp({ config, store }), /^Error: REDIS_URL: cannot connect to Redis/)
   })
 })
 

@@ -1,0 +1,24 @@
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import Database from 'better-sqlite3'
+import { migrateSqlite, SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migrations.js'
+import { tempDir } from '../../helpers/app.js'
+
+describe('SQLite migrations', () => {
+  it('upgrades a version-1 database to version 2 (idempotency keys), keeping its pets, once', (t) => {
+    const db = new Database(join(tempDir(t), 'p.db'))
+    t.after(() => db.close())
+    // A database as the first release left it: migration 1 only.
+    db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)')
+    db.exec(SQLITE_MIGRATIONS[0]!.sql)
+    db.prepare('INSERT INTO schema_migrations VALUES (1, ?, ?)').run(SQLITE_MIGRATIONS[0]!.name, new Date().toISOString())
+    db.exec("INSERT INTO pets (name, category_id, status) VALUES ('Rex', 1, 'available')")
+
+    assert.deepEqual(migrateSqlite(db), [2])
+    assert.deepEqual(migrateSqlite(db), [])
+    const cols = (db.prepare('PRAGMA table_info(idempotency_keys)').all() as Array<{ name: string }>).map(c => c.name)
+    assert.deepEqual(cols, ['api_key_id', 'key', 'fingerprint', 'pet_id', 'created_at'])
+    assert.equal((db.prepare('SELECT count(*) AS n FROM pets').get() as { n: number }).n, 1)
+  })
+})
