@@ -43,7 +43,14 @@ export async function buildTestApp (t: TestContext, opts: {
 } & Pick<AppOptions, 'logger' | 'pressureSampleIntervalMs'> = {}): Promise<TestApp> {
   const dir = opts.dir ?? tempDir(t)
   // Overload shedding is off unless a test asks for it: a loaded CI machine must not shed test requests.
-  const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, EVENT_LOOP_MAX_DELAY_MS: '0', ...opts.env }, dir)
+  // So is the per-address limit on failed authentication: suites that send hundreds of bad keys from
+  // one address test authentication, not that limit (test/plugins/rate-limit.test.ts does).
+  const config = loadConfig({
+    DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
+    EVENT_LOOP_MAX_DELAY_MS: '0',
+    RATE_LIMIT_ANON_MAX: '0',
+    ...opts.env
+  }, dir)
   const store = await openStore(config)
   const metrics = new Metrics(store)
   const app = await buildApp({

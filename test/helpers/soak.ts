@@ -49,7 +49,8 @@ const p99 = (a: number[]) => { const s = [...a].sort((x, y) => x - y); return s[
 
 export async function runSoak (opts: SoakOptions): Promise<SoakResult> {
   const key = await makeKey(opts.dbPath)
-  const server = await startServerProcess(opts.dbPath, { env: { LOG_LEVEL: 'info' } })
+  // One key drives the whole load: the per-key rate limit would turn the soak into a test of 429s.
+  const server = await startServerProcess(opts.dbPath, { env: { LOG_LEVEL: 'info', RATE_LIMIT_MAX: '0' } })
   const pid = server.proc.pid!
   // One pool for the peak probe, another for the soak, so the probe's sockets do not count in the fds.
   let agent = new Agent({ keepAlive: true, maxSockets: 64 })
