@@ -14,23 +14,38 @@ const CHALLENGE = 'Bearer realm="petstore"'
 // RFC 6750 §2.1: "Bearer" (any case), one or more spaces, a b64token.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
+function invalidKey (): ApiError {
+  return new ApiError('unauthorized', 'the API key is invalid or revoked', {
+    'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="the API key is invalid or revoked"`
+  })
+}
+
 /**
- * The id of the key the request carries; throws the 401 Error otherwise. `error="invalid_token"`
- * only when a key was actually sent (RFC 6750 §3.1): a missing header, another scheme, or a bare
- * "Bearer" get the plain challenge.
+ * The id of the key the request carries, synchronously while the verifier's cache answers (nearly
+ * every request) and as a Promise when the store must be asked; throws (or rejects with) the 401
+ * Error otherwise. `error="invalid_token"` only when a key was actually sent (RFC 6750 §3.1): a
+ * missing header, another scheme, or a bare "Bearer" get the plain challenge.
  */
-export async function authenticate (header: string | undefined, verifier: ApiKeyVerifier): Promise<number> {
+function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): number | Promise<number> {
   if (header === undefined || !/^bearer\s+\S/i.test(header)) {
     throw new ApiError('unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>', { 'www-authenticate': CHALLENGE })
   }
   const token = BEARER.exec(header)?.[1]
-  const id = token === undefined ? undefined : await verifier.verify(token)
-  if (id === undefined) {
-    throw new ApiError('unauthorized', 'the API key is invalid or revoked', {
-      'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="the API key is invalid or revoked"`
+  if (token === undefined) throw invalidKey()
+  const id = verifier.check(token)
+  if (id instanceof Promise) {
+    return id.then(found => {
+      if (found === undefined) throw invalidKey()
+      return found
     })
   }
+  if (id === undefined) throw invalidKey()
   return id
+}
+
+/** The id of the key the request carries; throws the 401 Error otherwise. */
+export async function authenticate (header: string | undefined, verifier: ApiKeyVerifier): Promise<number> {
+  return await resolveKey(header, verifier)
 }
 
 /**

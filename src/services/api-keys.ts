@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import crypto, { createHash, randomBytes } from 'node:crypto'
 import type { ApiKeyRecord, Store } from '../store/store.js'
 
 /** Prefix of every key, so secret scanners can recognise a leaked one. */
@@ -7,8 +7,10 @@ const API_KEY_PATTERN = /^psk_[A-Za-z0-9_-]{43}$/
 
 /** SHA-256 (hex) of a key: the only form in which a key is stored. */
 export function hashApiKey (key: string): string {
-  return createHash('sha256').update(key).digest('hex')
+  return oneShotHash !== undefined ? oneShotHash('sha256', key, 'hex') : createHash('sha256').update(key).digest('hex')
 }
+// crypto.hash (Node ≥ 20.12) skips the Hash object: measurably cheaper on every authenticated request.
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash
 
 /** Creates a key with 256 random bits; the secret is returned here once and never stored. */
 export async function createApiKey (store: Store, name: string, now = new Date()): Promise<{ key: string, record: ApiKeyRecord }> {
@@ -27,7 +29,7 @@ interface CacheEntry { id: number | undefined, expires: number }
 export class ApiKeyVerifier {
   private readonly cache = new Map<string, CacheEntry>()
   private readonly inFlight = new Map<string, Promise<number | undefined>>()
-  private usedAt = new Map<number, Date>()
+  private usedAt = new Map<number, number>()
   private readonly timer: NodeJS.Timeout
 
   constructor (
@@ -42,23 +44,31 @@ export class ApiKeyVerifier {
 
   /** The key's id when the key is valid and not revoked; undefined otherwise. */
   async verify (key: string): Promise<number | undefined> {
+    return await this.check(key)
+  }
+
+  /**
+   * Same answer as verify(), but synchronous while the answer is cached (nearly every request), so
+   * the auth hook costs no promise; a Promise only when the store must be asked.
+   */
+  check (key: string): number | undefined | Promise<number | undefined> {
     if (!API_KEY_PATTERN.test(key)) return undefined
     const hash = hashApiKey(key)
     const now = Date.now()
     const hit = this.cache.get(hash)
-    let id: number | undefined
     if (hit !== undefined && hit.expires > now) {
-      id = hit.id
-    } else {
-      let lookup = this.inFlight.get(hash)
-      if (lookup === undefined) {
-        lookup = this.lookup(hash)
-        this.inFlight.set(hash, lookup)
-      }
-      id = await lookup
+      if (hit.id !== undefined) this.usedAt.set(hit.id, now)
+      return hit.id
     }
-    if (id !== undefined) this.usedAt.set(id, new Date(now))
-    return id
+    let lookup = this.inFlight.get(hash)
+    if (lookup === undefined) {
+      lookup = this.lookup(hash)
+      this.inFlight.set(hash, lookup)
+    }
+    return lookup.then(id => {
+      if (id !== undefined) this.usedAt.set(id, now)
+      return id
+    })
   }
 
   private async lookup (hash: string): Promise<number | undefined> {
@@ -79,7 +89,7 @@ export class ApiKeyVerifier {
     const batch = this.usedAt
     this.usedAt = new Map()
     try {
-      await this.store.touchApiKeys(batch)
+      await this.store.touchApiKeys(new Map([...batch].map(([id, at]) => [id, new Date(at)])))
     } catch {
       // Last-used is advisory: a failed flush is retried with the next one.
       for (const [id, at] of batch) if (!this.usedAt.has(id)) this.usedAt.set(id, at)

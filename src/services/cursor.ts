@@ -11,10 +11,28 @@ const MAC_BYTES = 12
 const LENGTH = 1 + 8 + 1 + MAC_BYTES
 const NO_STATUS = 0
 
+/** How many encoded and verified cursors are remembered (an HMAC per list request is measurable). */
+const MEMO_SIZE = 4096
+
 export class CursorCodec {
+  // Both maps hold only what this codec computed itself: a cursor is remembered only after its MAC
+  // checked out, so a remembered cursor is exactly as trustworthy as a freshly verified one.
+  private readonly encoded = new Map<string, string>()
+  private readonly verified = new Map<string, { lastId: bigint, status: number }>()
+
   constructor (private readonly secret: Buffer) {}
 
   encode (lastId: bigint, status: PetStatus | undefined): string {
+    const key = `${status ?? ''}:${lastId}`
+    let cursor = this.encoded.get(key)
+    if (cursor === undefined) {
+      cursor = this.compute(lastId, status)
+      remember(this.encoded, key, cursor)
+    }
+    return cursor
+  }
+
+  private compute (lastId: bigint, status: PetStatus | undefined): string {
     const buf = Buffer.alloc(LENGTH)
     buf.writeUInt8(VERSION, 0)
     buf.writeBigInt64BE(lastId, 1)
@@ -25,16 +43,25 @@ export class CursorCodec {
 
   /** The last id the cursor points after, or undefined when it is forged, damaged, or for another filter. */
   decode (cursor: string, status: PetStatus | undefined): bigint | undefined {
-    if (cursor.length !== Math.ceil(LENGTH * 4 / 3) || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
-    const buf = Buffer.from(cursor, 'base64url')
-    if (buf.length !== LENGTH || buf.readUInt8(0) !== VERSION) return undefined
-    if (!timingSafeEqual(this.mac(buf.subarray(0, 10)), buf.subarray(10))) return undefined
+    let known = this.verified.get(cursor)
+    if (known === undefined) {
+      if (cursor.length !== Math.ceil(LENGTH * 4 / 3) || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
+      const buf = Buffer.from(cursor, 'base64url')
+      if (buf.length !== LENGTH || buf.readUInt8(0) !== VERSION) return undefined
+      if (!timingSafeEqual(this.mac(buf.subarray(0, 10)), buf.subarray(10))) return undefined
+      known = { lastId: buf.readBigInt64BE(1), status: buf.readUInt8(9) }
+      remember(this.verified, cursor, known)
+    }
     const expected = status === undefined ? NO_STATUS : PET_STATUSES.indexOf(status) + 1
-    if (buf.readUInt8(9) !== expected) return undefined
-    return buf.readBigInt64BE(1)
+    return known.status === expected ? known.lastId : undefined
   }
 
   private mac (data: Buffer): Buffer {
     return createHmac('sha256', this.secret).update(data).digest().subarray(0, MAC_BYTES)
   }
+}
+
+function remember<V> (memo: Map<string, V>, key: string, value: V): void {
+  if (memo.size >= MEMO_SIZE) memo.delete(memo.keys().next().value!)
+  memo.set(key, value)
 }

@@ -1,0 +1,53 @@
+// `npm run bench:profile -- list|get|create [seconds]`: runs one scenario against the production
+// build started with `node --cpu-prof`, and leaves the .cpuprofile under bench/results/profiles/
+// (open it in Chrome DevTools → Performance, or summarise it with bench/profile-summary.mjs).
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const { openSqlite } = await import(join(ROOT, 'dist/store/sqlite/connection.js'))
+const { migrateSqlite } = await import(join(ROOT, 'dist/store/sqlite/migrations.js'))
+const { hashApiKey } = await import(join(ROOT, 'dist/services/api-keys.js'))
+
+const scenario = process.argv[2] ?? 'list'
+const seconds = Number(process.argv[3] ?? 10)
+const KEY = 'psk_' + 'p'.repeat(43)
+const specs = {
+  list: { path: '/v1/pets?limit=20' },
+  get: { path: '/v1/pets/500' },
+  create: { path: '/v1/pets', method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: 42, status: 'pending' }), headers: { 'content-type': 'application/json' } }
+}
+const spec = specs[scenario]
+if (spec === undefined) throw new Error(`unknown scenario ${scenario}; one of ${Object.keys(specs).join(', ')}`)
+
+const tmp = mkdtempSync(join(tmpdir(), 'petstore-profile-'))
+const dbPath = join(tmp, 'p.db')
+const db = openSqlite(dbPath, 'OFF')
+migrateSqlite(db)
+db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)').run('profile', hashApiKey(KEY), new Date().toISOString())
+db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000)
+  INSERT INTO pets (name, category_id, status) SELECT 'pet-' || x, x % 97, 'available' FROM n`).run()
+db.close()
+
+const outDir = join(ROOT, 'bench/results/profiles')
+mkdirSync(outDir, { recursive: true })
+const port = 20000 + Math.floor(Math.random() * 20000)
+const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${scenario}-${Date.now()}.cpuprofile`, join(ROOT, 'dist/server.js')], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000' }
+})
+for (;;) {
+  const ok = await new Promise(resolve => request({ host: '127.0.0.1', port, path: '/readyz' }, res => { res.resume(); resolve(res.statusCode === 200) }).on('error', () => resolve(false)).end())
+  if (ok) break
+  await new Promise(resolve => setTimeout(resolve, 20))
+}
+const res = await autocannon({ url: `http://127.0.0.1:${port}${spec.path}`, method: spec.method ?? 'GET', body: spec.body, headers: { authorization: `Bearer ${KEY}`, ...spec.headers }, connections: 64, duration: seconds })
+process.stderr.write(`${scenario}: ${Math.round(res.requests.total / res.duration)} req/s, non-2xx ${res.non2xx}\n`)
+await new Promise(resolve => { child.once('exit', resolve); child.kill('SIGTERM') })
+rmSync(tmp, { recursive: true, force: true })
+process.stdout.write(`${readdirSync(outDir).filter(f => f.startsWith(scenario)).sort().map(f => join(outDir, f)).at(-1)}\n`)

@@ -1,0 +1,443 @@
+// `npm run bench`: the service (production build in dist/, as `npm start` runs it) side by side with
+// a raw node:http baseline answering the same bytes from memory. Loopback only, bounded (~3–4 min).
+// See docs/performance.md for what each scenario means and how to read the table.
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, closeSync } from 'node:fs'
+import { request } from 'node:http'
+import { createServer } from 'node:net'
+import { cpus, tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const DIST = join(ROOT, 'dist')
+if (!existsSync(join(DIST, 'server.js'))) {
+  process.stderr.write('bench: dist/ is missing; run `npm run build` first (the bench measures the production build)\n')
+  process.exit(2)
+}
+const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
+const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
+const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
+const { CursorCodec } = await import(join(DIST, 'services/cursor.js'))
+
+// Seconds per saturation / fixed-rate run; BENCH_DURATION shortens it for a smoke run.
+const DURATION = Number(process.env.BENCH_DURATION ?? 4)
+const WARMUP = Math.max(1, Math.round(DURATION * 0.4))
+const CONNECTIONS = 64
+const BIG = Number(process.env.BENCH_BIG_STORE ?? 1_000_000)
+const SMALL = 1000
+const STATUSES = ['available', 'pending', 'sold']
+const KEY = 'psk_' + 'b'.repeat(43)
+const AUTH = { authorization: `Bearer ${KEY}` }
+const POST_BODY = JSON.stringify({ name: 'Rex', categoryId: 42, status: 'pending' })
+const POST_HEADERS = { ...AUTH, 'content-type': 'application/json' }
+
+// ---------------------------------------------------------------------------------------------
+// CPU pinning: servers on core 0, this process (the load generator) on core 1.
+const coreCount = cpus().length
+const canPin = coreCount >= 2 && spawnSync('taskset', ['-V']).status === 0
+if (canPin) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
+const pinned = (cmd, args) => canPin ? ['taskset', ['-c', '0', cmd, ...args]] : [cmd, args]
+
+const tmp = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
+const children = new Set()
+function cleanup () {
+  for (const c of children) c.kill('SIGKILL')
+  rmSync(tmp, { recursive: true, force: true })
+}
+process.on('exit', cleanup)
+process.on('SIGINT', () => process.exit(130))
+process.on('SIGTERM', () => process.exit(143))
+
+const log = (msg) => process.stderr.write(`${msg}\n`)
+const sleep = (ms) => new Promise(resolve => setTimeout(resolve, ms))
+
+async function freePort () {
+  return await new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)) })
+  })
+}
+
+function httpCall (port, method, path, headers = {}, body) {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      const chunks = []
+      res.on('data', c => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stores: created and preloaded straight into the SQLite file (bulk insert, one transaction) before
+// the service starts, so preloading 1,000,000 pets takes seconds instead of 1M HTTP round trips.
+function makeStore (name, pets) {
+  const path = join(tmp, `${name}.db`)
+  const db = openSqlite(path, 'OFF')
+  migrateSqlite(db)
+  db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)').run('bench', hashApiKey(KEY), new Date().toISOString())
+  db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ?)
+    INSERT INTO pets (name, category_id, status)
+    SELECT 'pet-' || x, x % 97, CASE x % 3 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' ELSE 'sold' END FROM n`).run(pets)
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  db.close()
+  return path
+}
+
+function cursorFor (dbPath, afterId, status) {
+  const db = openSqlite(dbPath, 'FULL')
+  const secret = db.prepare("SELECT value FROM settings WHERE name = 'cursor_hmac_key'").get().value
+  db.close()
+  return new CursorCodec(Buffer.from(secret, 'hex')).encode(BigInt(afterId), status)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes.
+async function waitReady (port, path, deadlineMs) {
+  const end = Date.now() + deadlineMs
+  for (;;) {
+    try {
+      const r = await httpCall(port, 'GET', path)
+      if (r.status === 200) return
+    } catch {}
+    if (Date.now() > end) throw new Error(`no 200 from ${path} on port ${port} within ${deadlineMs} ms`)
+    await sleep(2)
+  }
+}
+
+function spawnTracked (cmd, args, opts) {
+  const [c, a] = pinned(cmd, args)
+  const child = spawn(c, a, opts)
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  return child
+}
+
+async function stop (child) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  await Promise.race([exited, sleep(15000)])
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+}
+
+/** The production service as `npm start` runs it (info-level JSON logs, here to a file). */
+async function startService (name, dbPath, env = {}) {
+  const port = await freePort()
+  const logFd = openSync(join(tmp, `${name}.log`), 'a')
+  const started = process.hrtime.bigint()
+  const child = spawnTracked(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), join(DIST, 'server.js')], {
+    cwd: ROOT,
+    stdio: ['ignore', logFd, logFd],
+    // One API key drives all the load: its rate limit is raised out of reach (not turned off), so the
+    // limiter still does its per-request work but never answers 429.
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000000', ...env }
+  })
+  closeSync(logFd)
+  await waitReady(port, '/readyz', 30000)
+  const readyMs = Number(process.hrtime.bigint() - started) / 1e6
+  return { name, child, port, readyMs, kind: 'service' }
+}
+
+async function startBaseline (responses) {
+  const port = await freePort()
+  const file = join(tmp, `baseline-${port}.json`)
+  writeFileSync(file, JSON.stringify(responses))
+  const child = spawnTracked(process.execPath, [join(ROOT, 'bench/baseline.mjs'), String(port), file], { stdio: ['ignore', 'ignore', 'inherit'] })
+  await waitReady(port, responses[0].url, 10000)
+  return { name: 'baseline', child, port, kind: 'baseline' }
+}
+
+/** Asks the service once and keeps its answer, so the baseline can replay the very same bytes. */
+async function capture (service, method, url, headers, body) {
+  const r = await httpCall(service.port, method, url, headers, body)
+  const keep = {}
+  for (const [k, v] of Object.entries(r.headers)) {
+    if (!['date', 'connection', 'keep-alive', 'transfer-encoding'].includes(k)) keep[k] = v
+  }
+  return { method, url, status: r.status, headers: keep, body: r.body.toString('base64') }
+}
+
+function cpuTicks (pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return Number(f[11]) + Number(f[12]) // utime + stime, all threads, in clock ticks (100/s)
+  } catch { return NaN }
+}
+
+function peakRssMb (pid) {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m === null ? NaN : Number(m[1]) / 1024
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load.
+function percentile (sorted, p) {
+  if (sorted.length === 0) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p / 100 * sorted.length) - 1)]
+}
+
+/**
+ * One autocannon run. Latencies are taken from every response (float ms, not autocannon's
+ * whole-millisecond histogram); errors = transport errors + timeouts + non-2xx answers.
+ */
+function load (server, { path, method = 'GET', headers = AUTH, body, connections = CONNECTIONS, duration = DURATION, rate }) {
+  const latencies = []
+  const before = cpuTicks(server.child.pid)
+  const inst = autocannon({
+    url: `http://127.0.0.1:${server.port}${path}`,
+    method,
+    headers,
+    body,
+    connections,
+    duration,
+    overallRate: rate,
+    timeout: 10
+  })
+  inst.on('response', (_client, status, _bytes, ms) => { latencies.push(ms) })
+  return inst.then(res => {
+    latencies.sort((a, b) => a - b)
+    const cpuSeconds = (cpuTicks(server.child.pid) - before) / 100
+    const cpu = cpuSeconds / res.duration
+    return {
+      rps: res.requests.total / res.duration,
+      cpuUsPerReq: cpuSeconds * 1e6 / Math.max(1, res.requests.total),
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      errors: res.errors + res.timeouts + res.non2xx,
+      cpu
+    }
+  })
+}
+
+const rows = []
+function record (scenario, server, mode, r, extra = {}) {
+  const row = { scenario, server, mode, ...r, ...extra }
+  rows.push(row)
+  log(`  ${scenario.padEnd(28)} ${server.padEnd(18)} ${mode.padEnd(10)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  err ${r.errors}  cpu ${fmt(r.cpu * 100, 0)}% ${fmt(r.cpuUsPerReq, 0)} µs/req`)
+  return row
+}
+const fmt = (n, d) => Number.isFinite(n) ? n.toFixed(d) : '–'
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
+function merge (runs) {
+  return {
+    rps: mean(runs.map(r => r.rps)),
+    p50: mean(runs.map(r => r.p50)),
+    p99: mean(runs.map(r => r.p99)),
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+    cpu: mean(runs.map(r => r.cpu)),
+    cpuUsPerReq: mean(runs.map(r => r.cpuUsPerReq))
+  }
+}
+
+async function warm (server, spec) {
+  await load(server, { ...spec, duration: WARMUP })
+}
+
+/**
+ * Saturation runs alternating A, B, A, B (so drift on a shared machine hits both), then a fixed-rate
+ * run of each at half of A's peak for latency percentiles.
+ */
+async function sideBySide (scenario, a, specA, b, specB) {
+  await warm(a, specA)
+  await warm(b, specB)
+  const ra = []; const rb = []
+  for (let i = 0; i < 2; i++) {
+    ra.push(await load(a, specA))
+    rb.push(await load(b, specB))
+  }
+  const sa = record(scenario, a.name, 'saturate', merge(ra))
+  const sb = record(scenario, b.name, 'saturate', merge(rb))
+  const rate = Math.max(100, Math.round(sa.rps / 2))
+  const fa = record(scenario, a.name, `fixed@${rate}`, await load(a, { ...specA, rate }))
+  const fb = record(scenario, b.name, `fixed@${rate}`, await load(b, { ...specB, rate }))
+  if (b.kind === 'baseline') {
+    sa.ratio = sa.rps / sb.rps
+    sa.cpuRatio = sb.cpuUsPerReq / sa.cpuUsPerReq
+  }
+  return { sa, sb, fa, fb, rate }
+}
+
+// ---------------------------------------------------------------------------------------------
+const t0 = Date.now()
+const targets = []
+function target (name, value, op, bound, how) {
+  const met = op === '>=' ? value >= bound : value <= bound
+  targets.push({ name, value, op, bound, met, how })
+}
+
+log(`bench: ${DURATION}s runs, ${CONNECTIONS} connections, ${coreCount} cores, ${canPin ? 'servers pinned to core 0, load generator to core 1' : 'no CPU pinning (taskset missing or 1 core)'}`)
+log('preloading stores…')
+const smallDb = makeStore('small', SMALL)
+const relaxedDb = makeStore('relaxed', SMALL)
+const tBig = Date.now()
+const bigDb = makeStore('big', BIG)
+const preloadBigMs = Date.now() - tBig
+log(`  ${BIG} pets bulk-inserted in ${preloadBigMs} ms`)
+
+const svc = await startService('service', smallDb)
+const relaxed = await startService('service NORMAL', relaxedDb, { SQLITE_SYNCHRONOUS: 'NORMAL' })
+
+// The response bytes the baseline replays.
+const LIST = '/v1/pets?limit=20'
+const PET = '/v1/pets/500'
+// Near the end of the walk: the last, partial page (10 pets), which the full-page cache never holds,
+// so these runs measure the store's index walk at either size.
+const deepSmall = cursorFor(smallDb, SMALL - 10)
+const deepSmallSold = cursorFor(smallDb, SMALL - 30, 'sold')
+const responses = [
+  await capture(svc, 'GET', LIST, AUTH),
+  await capture(svc, 'GET', PET, AUTH),
+  await capture(svc, 'POST', '/v1/pets', POST_HEADERS, POST_BODY)
+]
+const base = await startBaseline(responses)
+
+log('1. list')
+const s1 = await sideBySide('1 list limit=20', svc, { path: LIST }, base, { path: LIST })
+target('1 list ≥ 0.6 of baseline', s1.sa.ratio, '>=', 0.6, 'req/s service / baseline')
+target('1 list ≥ 0.6 of baseline, per CPU', s1.sa.cpuRatio, '>=', 0.6, 'server CPU µs/req baseline / service')
+
+log('2. getPet')
+const s2 = await sideBySide('2 getPet', svc, { path: PET }, base, { path: PET })
+target('2 getPet ≥ 0.6 of baseline', s2.sa.ratio, '>=', 0.6, 'req/s service / baseline')
+target('2 getPet ≥ 0.6 of baseline, per CPU', s2.sa.cpuRatio, '>=', 0.6, 'server CPU µs/req baseline / service')
+
+log('logger cost: getPet with LOG_LEVEL=warn (no per-request lines) next to info, as npm start runs')
+const quiet = await startService('service warn-log', smallDb, { LOG_LEVEL: 'warn' })
+await warm(quiet, { path: PET })
+const lq = []; const li = []
+for (let i = 0; i < 2; i++) {
+  li.push(await load(svc, { path: PET }))
+  lq.push(await load(quiet, { path: PET }))
+}
+const logInfo = record('logger cost: getPet', svc.name, 'saturate', merge(li))
+const logWarn = record('logger cost: getPet', quiet.name, 'saturate', merge(lq))
+logInfo.ratio = logInfo.rps / logWarn.rps
+logInfo.cpuRatio = logWarn.cpuUsPerReq / logInfo.cpuUsPerReq
+await stop(quiet.child)
+
+log(`6. memory (${BIG} pets)`)
+const big = await startService('service 1M', bigDb)
+await warm(big, { path: LIST })
+const m1 = record('6 list limit=20 @1M', big.name, 'saturate', await load(big, { path: LIST }))
+const rss = peakRssMb(big.child.pid)
+m1.peakRssMb = rss
+target('6 peak RSS under scenario 1 @1M < 150 MB', rss, '<=', 150, 'VmHWM of the service process, MB')
+
+log(`5. growth (${SMALL} vs ${BIG} pets)`)
+// Both stores served at once and their runs alternated, so a change in the machine's load hits both.
+const deepBig = cursorFor(bigDb, BIG - 10)
+const deepBigSold = cursorFor(bigDb, BIG - 30, 'sold')
+const growthSpecs = {
+  plain: [{ path: `${LIST}&cursor=${deepSmall}` }, { path: `${LIST}&cursor=${deepBig}` }],
+  sold: [{ path: `/v1/pets?limit=20&status=sold&cursor=${deepSmallSold}` }, { path: `/v1/pets?limit=20&status=sold&cursor=${deepBigSold}` }]
+}
+for (const [k, [small, large]] of Object.entries(growthSpecs)) {
+  const g = await sideBySide(`5 deep page ${k} 1k vs 1M`, svc, small, big, large)
+  g.fb.ratio = g.fb.p99 / g.fa.p99
+  g.fb.cpuRatio = g.fb.cpuUsPerReq / g.fa.cpuUsPerReq
+  target(`5 deep page ${k === 'sold' ? 'status=sold ' : ''}p99 @1M ≤ 1.25× @1k`, g.fb.ratio, '<=', 1.25,
+    `fixed-rate p99 at 1M / at 1k pets (CPU per request 1M / 1k: ${fmt(g.fb.cpuRatio, 2)})`)
+}
+await stop(big.child)
+
+log('3. durable create')
+const post = { path: '/v1/pets', method: 'POST', headers: POST_HEADERS, body: POST_BODY }
+const s3 = await sideBySide('3 create FULL vs NORMAL', svc, post, relaxed, post)
+s3.sa.ratio = s3.sa.rps / s3.sb.rps
+s3.sa.cpuRatio = s3.sb.cpuUsPerReq / s3.sa.cpuUsPerReq
+target('3a create FULL ≥ 0.8 of NORMAL', s3.sa.ratio, '>=', 0.8, 'req/s synchronous=FULL / synchronous=NORMAL, same build')
+target('3a create FULL ≥ 0.8 of NORMAL, per CPU', s3.sa.cpuRatio, '>=', 0.8, 'server CPU µs/req NORMAL / FULL')
+await warm(base, post)
+const postBase = record('3 create', base.name, 'saturate', await load(base, post))
+const getBase = Math.max(s1.sb.rps, s2.sb.rps)
+s3.sa.ratioGet = s3.sa.rps / getBase
+target('3b create FULL ≥ 0.35 of GET baseline', s3.sa.ratioGet, '>=', 0.35, 'req/s create FULL / max(list, getPet baseline)')
+postBase.ratio = s3.sa.rps / postBase.rps
+
+log('4. mixed 90% list / 10% durable create')
+// Fixed rate: reads at 90% and creates at 10% of half the list peak, on separate connections, so
+// read latency is measured alone; compared with the same read rate and no writes.
+const mixRate = s1.rate
+const readSpec = { path: LIST, rate: Math.round(mixRate * 0.9), connections: 58 }
+const writeSpec = { ...post, rate: Math.round(mixRate * 0.1), connections: 6 }
+const readOnly = []; const mixedReads = []; const mixedWrites = []
+for (let i = 0; i < 2; i++) {
+  readOnly.push(await load(svc, readSpec))
+  const [r, w] = await Promise.all([load(svc, readSpec), load(svc, writeSpec)])
+  mixedReads.push(r); mixedWrites.push(w)
+}
+// Two loads share one server here, so CPU per request of either alone means nothing: left blank.
+const shared = (r) => ({ ...r, cpuUsPerReq: NaN })
+const ro = record('4 mixed: reads alone', svc.name, `fixed@${readSpec.rate}`, merge(readOnly))
+const mr = record('4 mixed: reads', svc.name, `fixed@${readSpec.rate}`, shared(merge(mixedReads)))
+record('4 mixed: creates', svc.name, `fixed@${writeSpec.rate}`, shared(merge(mixedWrites)))
+const [br, bw] = await Promise.all([load(base, readSpec), load(base, writeSpec)])
+record('4 mixed: reads', base.name, `fixed@${readSpec.rate}`, shared(br))
+record('4 mixed: creates', base.name, `fixed@${writeSpec.rate}`, shared(bw))
+mr.ratio = mr.p99 / ro.p99
+target('4 mixed read p99 ≤ 2× read-only p99', mr.ratio, '<=', 2, 'p99 of reads with 10% creates / without')
+
+await stop(svc.child)
+await stop(relaxed.child)
+
+log('7. cold start')
+const colds = []
+for (let i = 0; i < 3; i++) {
+  const s = await startService(`cold${i}`, bigDb)
+  colds.push(s.readyMs)
+  await stop(s.child)
+}
+const nodeColds = []
+for (let i = 0; i < 3; i++) {
+  const t = process.hrtime.bigint()
+  const b = await startBaseline(responses)
+  nodeColds.push(Number(process.hrtime.bigint() - t) / 1e6)
+  await stop(b.child)
+}
+nodeColds.sort((a, b) => a - b)
+colds.sort((a, b) => a - b)
+record('7 cold start @1M', 'service', 'spawn→200', { rps: NaN, p50: colds[1], p99: colds[2], errors: 0, cpu: NaN, cpuUsPerReq: NaN })
+record('7 cold start', 'baseline', 'spawn→200', { rps: NaN, p50: nodeColds[1], p99: nodeColds[2], errors: 0, cpu: NaN, cpuUsPerReq: NaN })
+const coldMedian = colds[1]
+target('7 cold start @1M < 500 ms', coldMedian, '<=', 500, `spawn → /readyz 200, median of 3 (runs: ${colds.map(c => c.toFixed(0)).join(', ')} ms); raw node:http process spawn → 200: ${nodeColds[1].toFixed(0)} ms`)
+
+await stop(base.child)
+
+// ---------------------------------------------------------------------------------------------
+const env = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpu: cpus()[0]?.model ?? 'unknown',
+  cores: coreCount,
+  pinning: canPin ? 'servers on core 0, load generator on core 1 (taskset)' : 'none',
+  durationSeconds: DURATION,
+  connections: CONNECTIONS,
+  bigStore: BIG,
+  preloadBigMs,
+  totalSeconds: Math.round((Date.now() - t0) / 1000)
+}
+const md = [
+  `Node ${env.node} · ${env.cpu} · ${env.cores} cores · ${env.pinning} · ${DURATION}s runs, ${CONNECTIONS} connections · ${env.date}`,
+  '',
+  '| scenario | server | run | req/s | p50 ms | p99 ms | errors | server CPU | CPU µs/req | ratio | CPU ratio |',
+  '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ...rows.map(r => `| ${r.scenario} | ${r.server} | ${r.mode} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.errors} | ${fmt(r.cpu * 100, 0)}% | ${fmt(r.cpuUsPerReq, 0)} | ${r.ratio === undefined ? '' : fmt(r.ratio, 2)} | ${r.cpuRatio === undefined ? '' : fmt(r.cpuRatio, 2)} |`),
+  '',
+  '| target | measured | bound | met | how |',
+  '|---|---:|---:|:-:|---|',
+  ...targets.map(t => `| ${t.name} | ${fmt(t.value, 2)} | ${t.op} ${t.bound} | ${t.met ? 'yes' : '**no**'} | ${t.how} |`),
+  ''
+].join('\n')
+const outDir = join(ROOT, 'bench/results')
+mkdirSync(outDir, { recursive: true })
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify({ env, rows, targets }, null, 2) + '\n')
+writeFileSync(join(outDir, 'latest.md'), md)
+process.stdout.write('\n' + md)
+log(`\nwritten: bench/results/latest.json, bench/results/latest.md (${env.totalSeconds}s)`)
+process.exit(0)

@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { describe, it } from 'node:test'
+import { CursorCodec } from '../../src/services/cursor.js'
+
+describe('CursorCodec', () => {
+  it('round-trips, and a cursor already verified is still refused for another status filter', () => {
+    const codec = new CursorCodec(randomBytes(32))
+    const c = codec.encode(41n, 'sold')
+    assert.equal(codec.encode(41n, 'sold'), c)
+    assert.equal(codec.decode(c, 'sold'), 41n)
+    assert.equal(codec.decode(c, 'sold'), 41n)
+    assert.equal(codec.decode(c, undefined), undefined)
+    assert.equal(codec.decode(c, 'pending'), undefined)
+    assert.notEqual(codec.encode(41n, undefined), c)
+  })
+
+  it('refuses a cursor signed with another key, even after verifying the genuine one', () => {
+    const a = new CursorCodec(randomBytes(32))
+    const b = new CursorCodec(randomBytes(32))
+    const genuine = a.encode(7n, undefined)
+    assert.equal(a.decode(genuine, undefined), 7n)
+    assert.equal(b.decode(genuine, undefined), undefined)
+    const forged = b.encode(7n, undefined)
+    assert.equal(a.decode(forged, undefined), undefined)
+    assert.equal(a.decode(forged, undefined), undefined)
+  })
+})
