@@ -29,5 +29,7 @@ const UNAVAILABLE = /^SQLITE_(FULL|READONLY|IOERR|BUSY|LOCKED|CANTOPEN|CORRUPT|N
 /** Whether a better-sqlite3 error means the database cannot take work now (as opposed to a bug). */
 export function isUnavailableError (err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
-  return typeof code === 'string' && UNAVAILABLE.test(code)
+  if (typeof code === 'string' && UNAVAILABLE.test(code)) return true
+  // A request that arrives after the store was closed (shutdown) is refused, not failed.
+  return err instanceof TypeError && err.message === 'The database connection is not open'
 }

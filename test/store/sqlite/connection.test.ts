@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
-import { openSqlite } from '../../../src/store/sqlite/connection.js'
+import { isUnavailableError, openSqlite } from '../../../src/store/sqlite/connection.js'
 import { migrateSqlite, SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migrations.js'
 import { SqliteStore } from '../../../src/store/sqlite/index.js'
 import { tempDir } from '../../helpers/app.js'
@@ -41,5 +41,16 @@ describe('SQLite migrations', () => {
     assert.deepEqual(migrateSqlite(db), [])
     const rows = db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: bigint }>
     assert.deepEqual(rows.map(r => Number(r.version)), SQLITE_MIGRATIONS.map(m => m.version))
+  })
+})
+
+describe('isUnavailableError', () => {
+  it('counts a call on a closed connection as unavailable (503), not a bug (500)', () => {
+    const db = new Database(':memory:')
+    db.close()
+    let caught: unknown
+    try { db.prepare('SELECT 1') } catch (err) { caught = err }
+    assert.equal(isUnavailableError(caught), true)
+    assert.equal(isUnavailableError(new TypeError('something else')), false)
   })
 })
