@@ -10,11 +10,14 @@ import { Type, type Static } from 'typebox'
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 in a container.' }),
-  DATABASE_URL: Type.String({ minLength: 1, default: 'sqlite:data/petstore.db', description: 'sqlite:PATH (relative to the working directory), sqlite::memory:, or postgres://…' }),
+  DATABASE_URL: Type.String({ minLength: 1, default: 'sqlite:data/petstore.db', description: 'sqlite:PATH (relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL; see Running at scale).' }),
   // Plain enums (not unions of literals) so a bad value gets one message naming the variable.
   LOG_LEVEL: Type.Unsafe<string>({ type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level.' }),
   BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1048576, default: 16384, description: 'Largest accepted request body, in bytes; larger → 413.' }),
   KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, maximum: 1000, default: 500, description: 'How long a verified API key is trusted before the store is asked again; bounds how late a revocation takes effect.' }),
+  PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: most connections this instance opens (its pool size).' }),
+  PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: longest a statement may run (server statement_timeout, and the client gives up shortly after) before the request answers 503.' }),
+  PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60000, default: 2000, description: 'PostgreSQL: longest wait for a connection (a new one, or a free one from the pool) before the request answers 503.' }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<string>({ type: 'string', enum: ['FULL', 'EXTRA', 'NORMAL', 'OFF'], default: 'FULL', description: 'SQLite synchronous level. FULL keeps the durability promise through power loss; NORMAL/OFF exist for benchmarks only.' }),
   GETPET_DEPRECATED_AT: Type.String({ default: '2026-01-01T00:00:00Z', description: 'When getPet was deprecated (Deprecation header).' }),
   GETPET_SUNSET_AT: Type.String({ default: '2030-12-05T00:00:00Z', description: 'When getPet is removed (Sunset header; 410 from then on).' }),
@@ -46,6 +49,9 @@ export interface Config {
   logLevel: string
   bodyLimit: number
   keyCacheTtlMs: number
+  pgPoolMax: number
+  pgStatementTimeoutMs: number
+  pgConnectTimeoutMs: number
   sqliteSynchronous: 'FULL' | 'EXTRA' | 'NORMAL' | 'OFF'
   getPetDeprecatedAt: Date
   getPetSunsetAt: Date
@@ -161,6 +167,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     logLevel: e.LOG_LEVEL,
     bodyLimit: e.BODY_LIMIT,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
+    pgPoolMax: e.PG_POOL_MAX,
+    pgStatementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
+    pgConnectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS as Config['sqliteSynchronous'],
     getPetDeprecatedAt: parseDate('GETPET_DEPRECATED_AT', e.GETPET_DEPRECATED_AT),
     getPetSunsetAt: parseDate('GETPET_SUNSET_AT', e.GETPET_SUNSET_AT),

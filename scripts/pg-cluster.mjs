@@ -1,0 +1,110 @@
+// A throwaway PostgreSQL cluster for the tests: Debian's (or any local) PostgreSQL binaries, a data
+// directory under the temp dir, TCP on 127.0.0.1 only, trust auth. Used by run-tests.mjs (one
+// cluster for the whole run) and by tests that must stop and restart a server of their own.
+// initdb refuses to run as root, so as root the server runs as the `postgres` OS user (created by
+// Debian's postgresql package) through runuser.
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** The directory holding initdb and postgres: PG_BIN, else the newest /usr/lib/postgresql/N/bin, else pg_config's. */
+export function findPgBin () {
+  if (process.env.PG_BIN) return process.env.PG_BIN
+  const root = '/usr/lib/postgresql'
+  if (existsSync(root)) {
+    const versions = readdirSync(root).filter(v => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a))
+    if (versions.length > 0) return join(root, versions[0], 'bin')
+  }
+  const r = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' })
+  if (r.status === 0 && existsSync(join(r.stdout.trim(), 'initdb'))) return r.stdout.trim()
+  throw new Error('PostgreSQL server binaries not found: install postgresql (apt-get install postgresql) or set PG_BIN')
+}
+
+async function freePort () {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
+
+function osUser () {
+  if (!isRoot) return undefined
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
+  return { uid, gid }
+}
+
+/** argv for running a PostgreSQL binary as the cluster's owner. */
+function asOwner (bin, args) {
+  return isRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args]
+}
+
+function run (bin, args) {
+  const [cmd, argv] = asOwner(bin, args)
+  const r = spawnSync(cmd, argv, { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status}): ${r.stderr || r.stdout}`)
+  return r.stdout
+}
+
+/**
+ * Creates and starts a cluster. Returns { url, port, dir, stop(), start() }: url is the admin
+ * connection (user postgres, database postgres); stop() is a fast shutdown (clients are
+ * disconnected), start() brings it back on the same port; destroy() stops it and deletes its files.
+ */
+export async function startCluster ({ maxConnections = 300 } = {}) {
+  const bin = findPgBin()
+  const base = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
+  const dir = join(base, 'data')
+  const owner = osUser()
+  if (owner !== undefined) chownSync(base, owner.uid, owner.gid)
+  run(join(bin, 'initdb'), ['-D', dir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions'])
+  const port = await freePort()
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  let child
+
+  async function start () {
+    const [cmd, argv] = asOwner(join(bin, 'postgres'), [
+      '-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=',
+      '-c', `max_connections=${maxConnections}`, '-c', 'fsync=on', '-c', 'synchronous_commit=on'
+    ])
+    child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] })
+    let log = ''
+    child.stderr.on('data', (d) => { log = (log + d).slice(-4000) })
+    const exited = new Promise(resolve => child.once('exit', resolve))
+    for (let i = 0; i < 300; i++) {
+      const r = spawnSync(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port), '-q'])
+      if (r.status === 0) return
+      if (child.exitCode !== null) break
+      await Promise.race([new Promise(resolve => setTimeout(resolve, 100)), exited])
+    }
+    throw new Error(`PostgreSQL did not start on port ${port}: ${log}`)
+  }
+
+  async function stop () {
+    if (child === undefined || child.exitCode !== null) return
+    const exited = new Promise(resolve => child.once('exit', resolve))
+    run(join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w'])
+    await exited
+  }
+
+  async function destroy () {
+    await stop()
+    rmSync(base, { recursive: true, force: true })
+  }
+
+  try {
+    await start()
+  } catch (err) {
+    rmSync(base, { recursive: true, force: true })
+    throw err
+  }
+  return { url, port, dir, start, stop, destroy }
+}

@@ -1,0 +1,189 @@
+import type pg from 'pg'
+import type { NewPet, Pet, PetStatus } from '../../schemas/pets.js'
+import { DEFAULT_PET_STATUS } from '../../schemas/pets.js'
+import { GroupCommit } from '../group-commit.js'
+import type { ApiKeyRecord, ListPetsParams, Store } from '../store.js'
+import { createMigrationClient, createPool, guard, type PgConnectionOptions } from './connection.js'
+import { migratePostgres } from './migrations.js'
+
+interface PetRow { id: bigint, name: Buffer, category_id: bigint, status: PetStatus }
+interface KeyRow { id: bigint, name: string, created_at: Date, last_used_at: Date | null, revoked_at: Date | null }
+
+const toPet = (r: PetRow): Pet => ({ id: r.id, name: r.name.toString('utf8'), categoryId: r.category_id, status: r.status })
+const toApiKey = (r: KeyRow): ApiKeyRecord => ({
+  id: Number(r.id),
+  name: r.name,
+  createdAt: r.created_at,
+  lastUsedAt: r.last_used_at,
+  revokedAt: r.revoked_at
+})
+
+const INT64_MIN = '-9223372036854775808'
+
+/**
+ * Transaction-level advisory lock every pet insert takes before drawing ids. Sequence values are
+ * handed out before commit, so without it a transaction holding id 7 could commit after another
+ * holding id 8 had committed and been paged past: a list walk would miss 7. Under the lock, inserts
+ * (across every instance) draw ids and commit one batch at a time, in id order; the lock is released
+ * only after the commit is visible. Group commit keeps the serialization cheap: one batch per instance.
+ */
+export const PET_INSERT_LOCK_KEY = 7_365_020_100_000_002n
+
+/*
+ * One statement, so one round trip and one implicit transaction (committed, and flushed, before the
+ * answer comes back). The lock is taken in a CTE joined into the insert's source; the ORDER BY makes
+ * the source a Sort, which consumes all its input (the lock included) before emitting a row, and
+ * PostgreSQL evaluates the volatile id default after that sort, in `ord` order. So ids are drawn
+ * only under the lock, ascending in the order of the batch.
+ */
+const INSERT_PETS = `
+  WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock($4::int8))
+  INSERT INTO pets (name, category_id, status)
+  SELECT t.name, t.category_id, t.status
+  FROM l, unnest($1::bytea[], $2::int8[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
+  ORDER BY t.ord
+  RETURNING id`
+
+export interface PostgresStoreOptions extends PgConnectionOptions {}
+
+/** The shared store: many stateless instances over one PostgreSQL, through a connection pool. */
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const
+  private readonly creates: GroupCommit<NewPet, bigint>
+
+  private constructor (private readonly pool: pg.Pool) {
+    this.creates = new GroupCommit<NewPet, bigint>(async (pets) => await this.insertPets(pets))
+  }
+
+  /** Connects, applies pending migrations and checks the settings the promises rest on. */
+  static async open (opts: PostgresStoreOptions): Promise<PostgresStore> {
+    await PostgresStore.migrate(opts)
+    const pool = createPool(opts)
+    try {
+      await checkSettings(pool)
+    } catch (err) {
+      await pool.end()
+      throw err
+    }
+    return new PostgresStore(pool)
+  }
+
+  /** Applies pending migrations (serialized across instances) and returns their versions. */
+  static async migrate (opts: PostgresStoreOptions): Promise<number[]> {
+    const client = createMigrationClient(opts)
+    await guard(() => client.connect())
+    try {
+      return await guard(() => migratePostgres(client))
+    } finally {
+      await client.end().catch(() => {})
+    }
+  }
+
+  private async insertPets (pets: NewPet[]): Promise<bigint[]> {
+    const res = await guard(() => this.pool.query<{ id: bigint }>({
+      name: 'insert_pets',
+      text: INSERT_PETS,
+      values: [
+        pets.map(p => Buffer.from(p.name, 'utf8')),
+        pets.map(p => p.categoryId.toString()),
+        pets.map(p => p.status ?? DEFAULT_PET_STATUS),
+        PET_INSERT_LOCK_KEY.toString()
+      ]
+    }))
+    // Ids were drawn ascending in batch order (see INSERT_PETS); RETURNING's row order is not promised.
+    return res.rows.map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  }
+
+  async createPet (pet: NewPet): Promise<Pet> {
+    const id = await this.creates.submit(pet)
+    return { id, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? DEFAULT_PET_STATUS }
+  }
+
+  async getPet (id: bigint): Promise<Pet | undefined> {
+    const res = await guard(() => this.pool.query<PetRow>({
+      name: 'get_pet',
+      text: 'SELECT id, name, category_id, status FROM pets WHERE id = $1::int8',
+      values: [id.toString()]
+    }))
+    const row = res.rows[0]
+    return row === undefined ? undefined : toPet(row)
+  }
+
+  async listPets ({ afterId, limit, status }: ListPetsParams): Promise<Pet[]> {
+    const after = afterId === null ? INT64_MIN : afterId.toString()
+    const res = await guard(() => this.pool.query<PetRow>(status === undefined
+      ? { name: 'list_pets', text: 'SELECT id, name, category_id, status FROM pets WHERE id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit] }
+      : { name: 'list_pets_status', text: 'SELECT id, name, category_id, status FROM pets WHERE status = $3 AND id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit, status] }))
+    return res.rows.map(toPet)
+  }
+
+  async createApiKey (key: { name: string, hash: string, createdAt: Date }): Promise<ApiKeyRecord> {
+    const res = await guard(() => this.pool.query<KeyRow>(
+      'INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at, last_used_at, revoked_at',
+      [key.name, key.hash, key.createdAt]))
+    return toApiKey(res.rows[0]!)
+  }
+
+  async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
+    const res = await guard(() => this.pool.query<{ id: bigint, revoked: boolean }>({
+      name: 'find_key',
+      text: 'SELECT id, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE key_hash = $1',
+      values: [hash]
+    }))
+    const row = res.rows[0]
+    return row === undefined ? undefined : { id: Number(row.id), revoked: row.revoked }
+  }
+
+  async listApiKeys (): Promise<ApiKeyRecord[]> {
+    const res = await guard(() => this.pool.query<KeyRow>('SELECT id, name, created_at, last_used_at, revoked_at FROM api_keys ORDER BY id'))
+    return res.rows.map(toApiKey)
+  }
+
+  async revokeApiKey (id: number, at: Date): Promise<boolean> {
+    const res = await guard(() => this.pool.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [at, id]))
+    return (res.rowCount ?? 0) > 0
+  }
+
+  async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
+    if (usedAt.size === 0) return
+    const ids = [...usedAt.keys()]
+    const ats = [...usedAt.values()]
+    await guard(() => this.pool.query(
+      `UPDATE api_keys AS k SET last_used_at = u.at
+       FROM unnest($1::int8[], $2::timestamptz[]) AS u(id, at)
+       WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+      [ids, ats]))
+  }
+
+  async countApiKeys (): Promise<number> {
+    const res = await guard(() => this.pool.query<{ n: bigint }>('SELECT count(*) AS n FROM api_keys'))
+    return Number(res.rows[0]!.n)
+  }
+
+  async getOrCreateSetting (name: string, create: () => string): Promise<string> {
+    // Two statements: the SELECT takes a fresh snapshot, so it sees the row another instance
+    // inserted concurrently (which made our INSERT do nothing).
+    await guard(() => this.pool.query('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, create()]))
+    const res = await guard(() => this.pool.query<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))
+    return res.rows[0]!.value
+  }
+
+  async ping (): Promise<void> {
+    await guard(() => this.pool.query('SELECT 1'))
+  }
+
+  async close (): Promise<void> {
+    await this.creates.drain()
+    await this.pool.end()
+  }
+}
+
+/** Reads back what the durability and int64 promises rest on; refuses to start otherwise. */
+async function checkSettings (pool: pg.Pool): Promise<void> {
+  const res = await guard(() => pool.query<{ sc: string, fsync: string, big: bigint }>(
+    "SELECT current_setting('synchronous_commit') AS sc, current_setting('fsync') AS fsync, 9223372036854775807::int8 AS big"))
+  const row = res.rows[0]!
+  if (row.sc === 'off') throw new Error('PostgreSQL synchronous_commit is off; a 201 must mean committed to disk')
+  if (row.fsync !== 'on') throw new Error('PostgreSQL runs with fsync off; a 201 must mean committed to disk')
+  if (row.big !== 9223372036854775807n) throw new Error('PostgreSQL int8 values are not parsed to exact BigInts')
+}
