@@ -1,4 +1,25 @@
+/*
+ * Test helpers. Every store-facing test runs against every store the service ships (SQLite and
+ * PostgreSQL), so the same behaviour is checked on both. The pattern, for a new or converted file:
+ *
+ *   import { STORES, buildTestApp } from '../helpers/app.js'
+ *
+ *   for (const store of STORES) {
+ *     describe(`POST /v1/pets [${store}]`, () => {
+ *       it('answers 201 …', async (t) => {
+ *         const ta = await buildTestApp(t, { store })   // fresh database, one API key, closed at the end
+ *         …
+ *       })
+ *     })
+ *   }
+ *
+ * `buildTestApp(t)` without `store` is SQLite. For a test that needs a DATABASE_URL rather than an
+ * app (CLI, server processes), `testDatabaseUrl(t, store)` gives a fresh database of either kind.
+ * PostgreSQL comes from the one throwaway cluster `npm test` starts (scripts/run-tests.mjs) and
+ * passes as PETSTORE_TEST_PG_URL; each call makes its own database there, dropped when the test ends.
+ */
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -6,12 +27,16 @@ import type { TestContext } from 'node:test'
 import Database from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import type { Response } from 'light-my-request'
+import pg from 'pg'
 import { buildApp, type AppOptions } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { Metrics } from '../../src/plugins/metrics.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
+
+export const STORES = ['sqlite', 'postgres'] as const
+export type StoreKind = typeof STORES[number]
 
 export interface TestApp {
   app: FastifyInstance
@@ -21,6 +46,8 @@ export interface TestApp {
   key: string
   auth: { authorization: string }
   dir: string
+  kind: StoreKind
+  databaseUrl: string
   metrics: Metrics
 }
 
@@ -31,29 +58,80 @@ export function tempDir (t: TestContext, prefix = 'petstore-test-'): string {
   return dir
 }
 
+let admin: pg.Pool | undefined
+
+/** The admin URL of the test cluster (user with CREATEDB, database postgres). */
+export function testClusterUrl (): string {
+  const url = process.env.PETSTORE_TEST_PG_URL
+  if (url === undefined || url === '') {
+    throw new Error('PETSTORE_TEST_PG_URL is not set: run the tests with `npm test`, which starts a PostgreSQL cluster for them')
+  }
+  return url
+}
+
+function adminPool (): pg.Pool {
+  admin ??= new pg.Pool({ connectionString: testClusterUrl(), max: 2, allowExitOnIdle: true })
+  return admin
+}
+
 /**
- * The app over a real SQLite file in a fresh temporary directory, with one API key.
- * Closed (store included) and removed when the test ends.
+ * A fresh, empty PostgreSQL database in the test cluster; its URL. Dropped (its connections
+ * closed by force) when the test ends, after whatever `cleanup` the caller passes.
+ */
+export async function createTestDatabase (t: TestContext, cleanup?: () => Promise<unknown>): Promise<string> {
+  const name = `petstore_t_${process.pid}_${randomBytes(6).toString('hex')}`
+  await adminPool().query(`CREATE DATABASE ${name}`)
+  t.after(async () => {
+    try {
+      await cleanup?.()
+    } finally {
+      await adminPool().query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  })
+  const url = new URL(testClusterUrl())
+  url.pathname = `/${name}`
+  return url.href
+}
+
+/** A DATABASE_URL for a fresh database of the given kind (SQLite: a file in `dir`, or a new temp dir). */
+export async function testDatabaseUrl (t: TestContext, store: StoreKind, dir?: string): Promise<string> {
+  if (store === 'postgres') return await createTestDatabase(t)
+  return `sqlite:${join(dir ?? tempDir(t), 'petstore.db')}`
+}
+
+/**
+ * The app over a fresh database of the given kind (default SQLite, a real file in a temporary
+ * directory), with one API key. Closed (store included) and removed when the test ends.
  */
 export async function buildTestApp (t: TestContext, opts: {
+  store?: StoreKind
   env?: Record<string, string>
   now?: () => number
-  /** Another app's directory: this app then shares its database file (a second instance). */
+  /** Another app's directory: this app then shares its SQLite file (a second instance). */
   dir?: string
+  /** Another app: this app then shares its database, of either kind (a second instance). */
+  sameDatabaseAs?: TestApp
 } & Pick<AppOptions, 'logger' | 'pressureSampleIntervalMs'> = {}): Promise<TestApp> {
-  const dir = opts.dir ?? tempDir(t)
+  const kind = opts.sameDatabaseAs?.kind ?? opts.store ?? 'sqlite'
+  const dir = opts.sameDatabaseAs?.dir ?? opts.dir ?? tempDir(t)
+  let app: FastifyInstance | undefined
+  const databaseUrl = opts.sameDatabaseAs !== undefined
+    ? opts.sameDatabaseAs.databaseUrl
+    : kind === 'postgres'
+      ? await createTestDatabase(t, async () => await app?.close())
+      : `sqlite:${join(dir, 'petstore.db')}`
   // Overload shedding is off unless a test asks for it: a loaded CI machine must not shed test requests.
   // So is the per-address limit on failed authentication: suites that send hundreds of bad keys from
   // one address test authentication, not that limit (test/plugins/rate-limit.test.ts does).
   const config = loadConfig({
-    DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
+    DATABASE_URL: databaseUrl,
     EVENT_LOOP_MAX_DELAY_MS: '0',
     RATE_LIMIT_ANON_MAX: '0',
     ...opts.env
   }, dir)
   const store = await openStore(config)
   const metrics = new Metrics(store)
-  const app = await buildApp({
+  app = await buildApp({
     config,
     store,
     metrics,
@@ -61,9 +139,10 @@ export async function buildTestApp (t: TestContext, opts: {
     ...(opts.logger !== undefined ? { logger: opts.logger } : {}),
     ...(opts.pressureSampleIntervalMs !== undefined ? { pressureSampleIntervalMs: opts.pressureSampleIntervalMs } : {})
   })
-  t.after(() => app.close())
+  // A PostgreSQL app of its own is closed by its database's cleanup, just before the drop.
+  if (kind !== 'postgres' || opts.sameDatabaseAs !== undefined) t.after(() => app?.close())
   const { key } = await createApiKey(store, 'test')
-  return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir, metrics }
+  return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir, kind, databaseUrl, metrics }
 }
 
 /** Creates a pet through the API and returns the parsed body. */
@@ -84,12 +163,44 @@ export async function postPet (ta: TestApp, payload: string | Buffer, headers: R
   return ta.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...ta.auth, 'content-type': 'application/json', ...headers }, payload })
 }
 
-/** Every pet in the store, read straight from the SQLite file (not through the API under test). */
-export function petsInDb (ta: TestApp): Array<{ id: bigint, name: string, category_id: bigint, status: string }> {
+type PetRow = { id: bigint, name: string, category_id: bigint, status: string }
+
+/** Every pet in the store, read straight from the database (not through the API or store under test). */
+export async function petsInDb (ta: TestApp): Promise<PetRow[]> {
+  if (ta.kind === 'postgres') {
+    const client = new pg.Client({ connectionString: ta.databaseUrl })
+    await client.connect()
+    try {
+      const res = await client.query<{ id: string, name: Buffer, category_id: string, status: string }>('SELECT id, name, category_id, status FROM pets ORDER BY id')
+      return res.rows.map(r => ({ id: BigInt(r.id), name: r.name.toString('utf8'), category_id: BigInt(r.category_id), status: r.status }))
+    } finally {
+      await client.end()
+    }
+  }
   const db = new Database(join(ta.dir, 'petstore.db'), { readonly: true })
   try {
     db.defaultSafeIntegers(true)
-    return db.prepare('SELECT id, name, category_id, status FROM pets ORDER BY id').all() as Array<{ id: bigint, name: string, category_id: bigint, status: string }>
+    return db.prepare('SELECT id, name, category_id, status FROM pets ORDER BY id').all() as PetRow[]
+  } finally {
+    db.close()
+  }
+}
+
+/** Deletes a pet behind the service's back (the API has no delete), straight in the database. */
+export async function deletePetInDb (ta: TestApp, id: number | bigint): Promise<void> {
+  if (ta.kind === 'postgres') {
+    const client = new pg.Client({ connectionString: ta.databaseUrl })
+    await client.connect()
+    try {
+      await client.query('DELETE FROM pets WHERE id = $1', [String(id)])
+    } finally {
+      await client.end()
+    }
+    return
+  }
+  const db = new Database(join(ta.dir, 'petstore.db'))
+  try {
+    db.prepare('DELETE FROM pets WHERE id = ?').run(id)
   } finally {
     db.close()
   }
