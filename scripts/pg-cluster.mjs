@@ -91,7 +91,12 @@ export async function startCluster ({ maxConnections = 300 } = {}) {
   async function stop () {
     if (child === undefined || child.exitCode !== null) return
     const exited = new Promise(resolve => child.once('exit', resolve))
-    run(join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w'])
+    // pg_ctl fails when the server is already going (e.g. Ctrl-C reached the whole process group).
+    try {
+      run(join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w'])
+    } catch {
+      child.kill('SIGINT')
+    }
     await exited
   }
 
