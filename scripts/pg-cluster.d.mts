@@ -1,0 +1,14 @@
+export interface Cluster {
+  /** Admin URL: user postgres, database postgres, on 127.0.0.1. */
+  url: string
+  port: number
+  dir: string
+  /** Starts the server again (same port, same data) after stop(). */
+  start: () => Promise<void>
+  /** Fast shutdown: clients are disconnected. */
+  stop: () => Promise<void>
+  /** Stops the server and deletes its files. */
+  destroy: () => Promise<void>
+}
+export function findPgBin (): string
+export function startCluster (opts?: { maxConnections?: number }): Promise<Cluster>
