@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { STORES, testDatabaseUrl } from '../helpers/app.js'
-import { runCli } from '../helpers/processes.js'
+import { runCli } from '../helpers/process.js'
 
 for (const store of STORES) {
   describe(`petstore migrate [${store}]`, () => {

@@ -10,7 +10,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
-import { assertError, buildTestApp, tempDir } from '../helpers/app.js'
+import { STORES, assertError, buildTestApp, tempDir } from '../helpers/app.js'
 
 const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID = 'Bearer realm="petstore", error="invalid_token", error_description="the API key is invalid or revoked"'
@@ -37,94 +37,96 @@ const ANY_V1_REQUEST: Array<{ label: string, req: InjectOptions }> = [
   { label: 'a path with bad percent-encoding', req: { url: '/v1/pets/%zz' } }
 ]
 
-describe('bearer authentication under /v1', () => {
-  it('answers 401 with the plain challenge when no key is sent', async (t) => {
-    const ta = await buildTestApp(t)
-    const cases: Array<[string, Record<string, string>]> = [
-      ['no Authorization header', {}],
-      ['another scheme (Basic)', { authorization: 'Basic dXNlcjpwYXNz' }],
-      ['a scheme that only starts with Bearer', { authorization: `BearerX ${ta.key}` }],
-      ['a bare Bearer', { authorization: 'Bearer' }],
-      ['Bearer and spaces only', { authorization: 'Bearer   ' }],
-      ['the key without a scheme', { authorization: ta.key }]
-    ]
-    for (const [label, headers] of cases) {
-      await t.test(label, async () => {
-        const res = await ta.app.inject({ url: '/v1/pets', headers })
-        assertError(res, 401, 'unauthorized', MISSING_MESSAGE)
-        assert.equal(res.headers['www-authenticate'], CHALLENGE)
-      })
-    }
+for (const store of STORES) {
+  describe(`bearer authentication under /v1 [${store}]`, () => {
+    it('answers 401 with the plain challenge when no key is sent', async (t) => {
+      const ta = await buildTestApp(t, { store })
+      const cases: Array<[string, Record<string, string>]> = [
+        ['no Authorization header', {}],
+        ['another scheme (Basic)', { authorization: 'Basic dXNlcjpwYXNz' }],
+        ['a scheme that only starts with Bearer', { authorization: `BearerX ${ta.key}` }],
+        ['a bare Bearer', { authorization: 'Bearer' }],
+        ['Bearer and spaces only', { authorization: 'Bearer   ' }],
+        ['the key without a scheme', { authorization: ta.key }]
+      ]
+      for (const [label, headers] of cases) {
+        await t.test(label, async () => {
+          const res = await ta.app.inject({ url: '/v1/pets', headers })
+          assertError(res, 401, 'unauthorized', MISSING_MESSAGE)
+          assert.equal(res.headers['www-authenticate'], CHALLENGE)
+        })
+      }
+    })
+
+    it('answers 401 with error="invalid_token" when a key is sent but is not valid', async (t) => {
+      const ta = await buildTestApp(t, { store })
+      const cases: Array<[string, string]> = [
+        ['a malformed token (two words)', `Bearer ${ta.key} extra`],
+        ['a token with characters outside b64token', 'Bearer psk_{}'],
+        ['a key of the wrong shape', 'Bearer psk_short'],
+        ['a valid key with a character appended', `Bearer ${ta.key}x`],
+        ['a well-formed key that was never issued', `Bearer ${UNKNOWN_KEY}`],
+        ['the key in another case', `Bearer ${ta.key.toUpperCase()}`]
+      ]
+      for (const [label, authorization] of cases) {
+        await t.test(label, async () => {
+          const res = await ta.app.inject({ url: '/v1/pets', headers: { authorization } })
+          assertError(res, 401, 'unauthorized', INVALID_MESSAGE)
+          assert.equal(res.headers['www-authenticate'], INVALID)
+        })
+      }
+    })
+
+    it('accepts the scheme name in any case', async (t) => {
+      const ta = await buildTestApp(t, { store })
+      for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+        const res = await ta.app.inject({ url: '/v1/pets', headers: { authorization: `${scheme} ${ta.key}` } })
+        assert.equal(res.statusCode, 200, `${scheme}: ${res.body}`)
+        assert.deepEqual(res.json(), [])
+      }
+    })
+
+    it('answers 401 before any validation, lookup, 404 or 405, on every path and method', async (t) => {
+      const ta = await buildTestApp(t, { store })
+      for (const { label, req } of ANY_V1_REQUEST) {
+        await t.test(label, async () => {
+          const withValidKey = await ta.app.inject({ ...req, headers: { ...req.headers, ...ta.auth } })
+          assert.notEqual(withValidKey.statusCode, 401, 'the request must fail for another reason with a valid key')
+
+          const none = await ta.app.inject({ ...req, headers: { ...req.headers } })
+          assertError(none, 401, 'unauthorized', MISSING_MESSAGE)
+          assert.equal(none.headers['www-authenticate'], CHALLENGE)
+          assert.equal(none.headers.allow, undefined)
+
+          const unknown = await ta.app.inject({ ...req, headers: { ...req.headers, authorization: `Bearer ${UNKNOWN_KEY}` } })
+          assertError(unknown, 401, 'unauthorized', INVALID_MESSAGE)
+          assert.equal(unknown.headers['www-authenticate'], INVALID)
+        })
+      }
+    })
+
+    it('refuses a revoked key within 1 second, even one trusted a moment before', async (t) => {
+      const ta = await buildTestApp(t, { store, env: { KEY_CACHE_TTL_MS: '1000' } })
+      const { key, record } = await createApiKey(ta.store, 'to revoke')
+      const auth = { authorization: `Bearer ${key}` }
+      assert.equal((await ta.app.inject({ url: '/v1/pets', headers: auth })).statusCode, 200)
+      assert.equal(await ta.store.revokeApiKey(record.id, new Date()), true)
+      // The promise is "within 1 s" (KEY_CACHE_TTL_MS is at most 1000): after that long it must be refused.
+      await sleep(1000)
+      const res = await ta.app.inject({ url: '/v1/pets', headers: auth })
+      assertError(res, 401, 'unauthorized', INVALID_MESSAGE)
+      assert.equal(res.headers['www-authenticate'], INVALID)
+      // Other keys are unaffected.
+      assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth })).statusCode, 200)
+    })
+
+    it('leaves /healthz and /readyz open', async (t) => {
+      const ta = await buildTestApp(t, { store })
+      assert.equal((await ta.app.inject({ url: '/healthz' })).statusCode, 200)
+      assert.equal((await ta.app.inject({ url: '/readyz' })).statusCode, 200)
+    })
   })
-
-  it('answers 401 with error="invalid_token" when a key is sent but is not valid', async (t) => {
-    const ta = await buildTestApp(t)
-    const cases: Array<[string, string]> = [
-      ['a malformed token (two words)', `Bearer ${ta.key} extra`],
-      ['a token with characters outside b64token', 'Bearer psk_{}'],
-      ['a key of the wrong shape', 'Bearer psk_short'],
-      ['a valid key with a character appended', `Bearer ${ta.key}x`],
-      ['a well-formed key that was never issued', `Bearer ${UNKNOWN_KEY}`],
-      ['the key in another case', `Bearer ${ta.key.toUpperCase()}`]
-    ]
-    for (const [label, authorization] of cases) {
-      await t.test(label, async () => {
-        const res = await ta.app.inject({ url: '/v1/pets', headers: { authorization } })
-        assertError(res, 401, 'unauthorized', INVALID_MESSAGE)
-        assert.equal(res.headers['www-authenticate'], INVALID)
-      })
-    }
-  })
-
-  it('accepts the scheme name in any case', async (t) => {
-    const ta = await buildTestApp(t)
-    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
-      const res = await ta.app.inject({ url: '/v1/pets', headers: { authorization: `${scheme} ${ta.key}` } })
-      assert.equal(res.statusCode, 200, `${scheme}: ${res.body}`)
-      assert.deepEqual(res.json(), [])
-    }
-  })
-
-  it('answers 401 before any validation, lookup, 404 or 405, on every path and method', async (t) => {
-    const ta = await buildTestApp(t)
-    for (const { label, req } of ANY_V1_REQUEST) {
-      await t.test(label, async () => {
-        const withValidKey = await ta.app.inject({ ...req, headers: { ...req.headers, ...ta.auth } })
-        assert.notEqual(withValidKey.statusCode, 401, 'the request must fail for another reason with a valid key')
-
-        const none = await ta.app.inject({ ...req, headers: { ...req.headers } })
-        assertError(none, 401, 'unauthorized', MISSING_MESSAGE)
-        assert.equal(none.headers['www-authenticate'], CHALLENGE)
-        assert.equal(none.headers.allow, undefined)
-
-        const unknown = await ta.app.inject({ ...req, headers: { ...req.headers, authorization: `Bearer ${UNKNOWN_KEY}` } })
-        assertError(unknown, 401, 'unauthorized', INVALID_MESSAGE)
-        assert.equal(unknown.headers['www-authenticate'], INVALID)
-      })
-    }
-  })
-
-  it('refuses a revoked key within 1 second, even one trusted a moment before', async (t) => {
-    const ta = await buildTestApp(t, { env: { KEY_CACHE_TTL_MS: '1000' } })
-    const { key, record } = await createApiKey(ta.store, 'to revoke')
-    const auth = { authorization: `Bearer ${key}` }
-    assert.equal((await ta.app.inject({ url: '/v1/pets', headers: auth })).statusCode, 200)
-    assert.equal(await ta.store.revokeApiKey(record.id, new Date()), true)
-    // The promise is "within 1 s" (KEY_CACHE_TTL_MS is at most 1000): after that long it must be refused.
-    await sleep(1000)
-    const res = await ta.app.inject({ url: '/v1/pets', headers: auth })
-    assertError(res, 401, 'unauthorized', INVALID_MESSAGE)
-    assert.equal(res.headers['www-authenticate'], INVALID)
-    // Other keys are unaffected.
-    assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth })).statusCode, 200)
-  })
-
-  it('leaves /healthz and /readyz open', async (t) => {
-    const ta = await buildTestApp(t)
-    assert.equal((await ta.app.inject({ url: '/healthz' })).statusCode, 200)
-    assert.equal((await ta.app.inject({ url: '/readyz' })).statusCode, 200)
-  })
-})
+}
 
 describe('API keys', () => {
   it('are psk_ plus 256 random bits, stored only as their SHA-256 hash', async (t) => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { createTestDatabase } from '../helpers/app.js'
-import { runCli, startServerProcess, type ServerProcess } from '../helpers/processes.js'
+import { runCli, startServer, type RunningServer } from '../helpers/process.js'
 
 interface PetBody { id: number, name: string, categoryId: number, status: string }
 
@@ -11,11 +11,11 @@ async function call (base: string, path: string, key: string, init: RequestInit 
 }
 
 /** Follows rel="next" from page to page, asking a different instance for each page. */
-async function walk (servers: ServerProcess[], key: string, first: string): Promise<number[]> {
+async function walk (servers: RunningServer[], key: string, first: string): Promise<number[]> {
   const ids: number[] = []
   let path: string | undefined = first
   for (let i = 0; path !== undefined; i++) {
-    const page = await call(servers[i % servers.length]!.base, path, key)
+    const page = await call(servers[i % servers.length]!.url, path, key)
     assert.equal(page.status, 200)
     ids.push(...(page.body as PetBody[]).map(p => p.id))
     path = /^<([^>]+)>; rel="next"$/.exec(page.link ?? '')?.[1]
@@ -25,12 +25,14 @@ async function walk (servers: ServerProcess[], key: string, first: string): Prom
 
 describe('several instances over one PostgreSQL', () => {
   it('share pets, pages, keys and revocations', async (t) => {
-    const servers: ServerProcess[] = []
-    const url = await createTestDatabase(t, async () => { await Promise.all(servers.map(async s => await s.stop())) })
+    const servers: RunningServer[] = []
+    const url = await createTestDatabase(t, async () => {
+      await Promise.all(servers.map(async (s) => { s.child.kill('SIGTERM'); await s.exited }))
+    })
     const env = { DATABASE_URL: url }
 
     // All start at once on an empty database: the migrations must not race.
-    servers.push(...await Promise.all([1, 2, 3].map(async () => await startServerProcess(t, env))))
+    servers.push(...await Promise.all([1, 2, 3].map(async () => await startServer(t, env))))
 
     const created = await runCli(['keys', 'create', '--name', 'scale'], env)
     assert.equal(created.code, 0, created.stderr)
@@ -39,7 +41,7 @@ describe('several instances over one PostgreSQL', () => {
 
     // Concurrent creates through every instance.
     const made = await Promise.all(Array.from({ length: 90 }, async (_, i) => {
-      const res = await call(servers[i % 3]!.base, '/v1/pets', key, {
+      const res = await call(servers[i % 3]!.url, '/v1/pets', key, {
         method: 'POST', body: `{"name":"pet ${i}","categoryId":${9007199254740993n + BigInt(i)},"status":"${i % 2 === 0 ? 'available' : 'pending'}"}`
       })
       assert.equal(res.status, 201, JSON.stringify(res.body))
@@ -51,7 +53,7 @@ describe('several instances over one PostgreSQL', () => {
     // Every pet, through each instance; walks that hop between instances see each pet once, in order.
     for (const s of servers) {
       for (const p of made) {
-        const got = await call(s.base, `/v1/pets/${p.id}`, key)
+        const got = await call(s.url, `/v1/pets/${p.id}`, key)
         assert.equal(got.status, 200)
         assert.deepEqual(got.body, p)
       }
@@ -61,12 +63,12 @@ describe('several instances over one PostgreSQL', () => {
 
     // A revocation made through the CLI is refused by every instance within 1 second, even by
     // those that had just verified (and cached) the key.
-    for (const s of servers) assert.equal((await call(s.base, '/v1/pets?limit=1', key)).status, 200)
+    for (const s of servers) assert.equal((await call(s.url, '/v1/pets?limit=1', key)).status, 200)
     const revoked = await runCli(['keys', 'revoke', keyId], env)
     assert.equal(revoked.code, 0, revoked.stderr)
     await new Promise(resolve => setTimeout(resolve, 1000))
     for (const s of servers) {
-      const res = await call(s.base, '/v1/pets?limit=1', key)
+      const res = await call(s.url, '/v1/pets?limit=1', key)
       assert.equal(res.status, 401)
       assert.equal((res.body as { code: string }).code, 'unauthorized')
     }

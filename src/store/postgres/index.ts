@@ -50,6 +50,7 @@ export interface PostgresStoreOptions extends PgConnectionOptions {}
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const
   private readonly creates: GroupCommit<NewPet, bigint>
+  private closed = false
 
   private constructor (private readonly pool: pg.Pool) {
     this.creates = new GroupCommit<NewPet, bigint>(async (pets) => await this.insertPets(pets))
@@ -173,6 +174,8 @@ export class PostgresStore implements Store {
   }
 
   async close (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
     await this.creates.drain()
     await this.pool.end()
   }
