@@ -7,6 +7,8 @@ export interface Cluster {
   start: () => Promise<void>
   /** Fast shutdown: clients are disconnected. */
   stop: () => Promise<void>
+  /** Sends a signal to the postmaster and all its children: SIGSTOP freezes the server, SIGCONT thaws it. */
+  signal: (sig: NodeJS.Signals) => void
   /** Stops the server and deletes its files. */
   destroy: () => Promise<void>
 }

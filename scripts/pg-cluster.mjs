@@ -4,7 +4,7 @@
 // initdb refuses to run as root, so as root the server runs as the `postgres` OS user (created by
 // Debian's postgresql package) through runuser.
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -57,7 +57,8 @@ function run (bin, args) {
 /**
  * Creates and starts a cluster. Returns { url, port, dir, stop(), start() }: url is the admin
  * connection (user postgres, database postgres); stop() is a fast shutdown (clients are
- * disconnected), start() brings it back on the same port; destroy() stops it and deletes its files.
+ * disconnected), start() brings it back on the same port; signal(sig) reaches every server process
+ * (SIGSTOP freezes it); destroy() stops it and deletes its files.
  */
 export async function startCluster ({ maxConnections = 300 } = {}) {
   const bin = findPgBin()
@@ -100,6 +101,16 @@ export async function startCluster ({ maxConnections = 300 } = {}) {
     await exited
   }
 
+  /** Sends a signal to the server and all its processes (SIGSTOP to freeze it, SIGCONT to thaw). */
+  function signal (sig) {
+    const postmaster = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' })
+      .split('\n').map(Number).filter(n => n > 0)
+    for (const pid of [postmaster, ...children]) process.kill(pid, sig)
+    // runuser stops itself when its child stops (job control) and waits for a SIGCONT of its own.
+    if (sig === 'SIGCONT' && child !== undefined && child.pid !== undefined && child.pid !== postmaster) process.kill(child.pid, 'SIGCONT')
+  }
+
   async function destroy () {
     await stop()
     rmSync(base, { recursive: true, force: true })
@@ -111,5 +122,5 @@ export async function startCluster ({ maxConnections = 300 } = {}) {
     rmSync(base, { recursive: true, force: true })
     throw err
   }
-  return { url, port, dir, start, stop, destroy }
+  return { url, port, dir, start, stop, signal, destroy }
 }

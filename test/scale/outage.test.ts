@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { describe, it, type TestContext } from 'node:test'
+import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
-import { startCluster } from '../../scripts/pg-cluster.mjs'
+import { startCluster, type Cluster } from '../../scripts/pg-cluster.mjs'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
@@ -11,76 +12,102 @@ interface Outcome { status: number, body: { id?: number, code?: string, message?
 
 /** A request not answered within this bound counts as a hang; the settings below allow about 1.5 s. */
 const HANG_MS = 15000
+const UNAVAILABLE = { code: 'service_unavailable', message: 'the store is unavailable; retry later', status: 503 }
+
+/** The app over a PostgreSQL cluster of its own (these tests stop it), with short timeouts. */
+async function appOnOwnCluster (t: TestContext): Promise<{ cluster: Cluster, app: FastifyInstance, headers: Record<string, string> }> {
+  const cluster = await startCluster({ maxConnections: 50 })
+  t.after(() => cluster.destroy())
+  const admin = new pg.Client({ connectionString: cluster.url })
+  await admin.connect()
+  await admin.query('CREATE DATABASE outage')
+  await admin.end()
+  const url = new URL(cluster.url)
+  url.pathname = '/outage'
+  const config = loadConfig({ DATABASE_URL: url.href, PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '500' })
+  const store = await openStore(config)
+  const app = await buildApp({ config, store })
+  t.after(() => app.close())
+  const { key } = await createApiKey(store, 'outage')
+  return { cluster, app, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }
+}
+
+/** Six clients creating pets without pause, recording every answer, until stopped. */
+function startLoad (app: FastifyInstance, headers: Record<string, string>) {
+  const outcomes: Outcome[] = []
+  let running = true
+  const done = Promise.all(Array.from({ length: 6 }, async (_, w) => {
+    for (let i = 0; running; i++) {
+      const startedAt = Date.now()
+      let timer: NodeJS.Timeout | undefined
+      const res = await Promise.race([
+        app.inject({ method: 'POST', url: '/v1/pets', headers, payload: `{"name":"w${w} ${i}","categoryId":${w}}` }),
+        new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('a request hung')), HANG_MS) })
+      ]).finally(() => clearTimeout(timer))
+      outcomes.push({ status: res.statusCode, body: res.json(), startedAt })
+      if (res.statusCode !== 201) await new Promise(resolve => setTimeout(resolve, 20))
+    }
+  }))
+  const until = async (what: string, cond: () => boolean): Promise<void> => {
+    for (let waited = 0; !cond(); waited += 20) {
+      if (waited > 60000) throw new Error(`gave up waiting for ${what}`)
+      await new Promise(resolve => setTimeout(resolve, 20))
+    }
+  }
+  const since = (from: number, pred: (o: Outcome) => boolean = () => true) => outcomes.filter(o => o.startedAt >= from && pred(o))
+  const stop = async () => { running = false; await done }
+  return { outcomes, until, since, stop }
+}
+
+/**
+ * Drives the load through an outage: `down()` makes PostgreSQL unavailable, `up()` brings it back.
+ * While down, every request started answers a 503 Error (and /readyz 503); once a create succeeds
+ * again, every later one does, with ids above all earlier ones; never anything but 201 or 503.
+ */
+async function throughOutage (app: FastifyInstance, headers: Record<string, string>, down: () => Promise<void> | void, up: () => Promise<void> | void): Promise<void> {
+  const load = startLoad(app, headers)
+  try {
+    await load.until('201s under load', () => load.since(0, o => o.status === 201).length >= 30)
+    await down()
+    const downAt = Date.now()
+    await load.until('answers while down', () => load.since(downAt).length >= 30)
+    for (const o of load.since(downAt)) assert.deepEqual({ status: o.status, body: o.body }, { status: 503, body: UNAVAILABLE })
+    const ready = await app.inject({ url: '/readyz' })
+    assert.equal(ready.statusCode, 503)
+    assert.equal(ready.json().code, 'service_unavailable')
+    const lastIdBefore = Math.max(...load.outcomes.filter(o => o.status === 201).map(o => o.body.id!))
+
+    await up()
+    const upAt = Date.now()
+    await load.until('201s after PostgreSQL returned', () => load.since(upAt, o => o.status === 201).length >= 1)
+    const firstBack = Math.min(...load.since(upAt, o => o.status === 201).map(o => o.startedAt))
+    await load.until('answers after recovery', () => load.since(firstBack + 1).length >= 30)
+    const after = load.since(firstBack + 1)
+    assert.deepEqual(after.filter(o => o.status !== 201), [], 'every create after recovery succeeds')
+    for (const o of after) assert.ok(o.body.id! > lastIdBefore, 'ids are never reused across the outage')
+    assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
+  } finally {
+    await load.stop()
+  }
+  assert.deepEqual([...new Set(load.outcomes.map(o => o.status))].sort(), [201, 503], 'only 201s and 503 Errors, never a 500')
+}
 
 describe('PostgreSQL outage', () => {
-  it('answers 503 Errors while PostgreSQL is down and 201s again once it is back, without a restart', async (t) => {
-    // A cluster of its own, since this test stops it.
-    const cluster = await startCluster({ maxConnections: 50 })
-    t.after(() => cluster.destroy())
-    const admin = new pg.Client({ connectionString: cluster.url })
-    await admin.connect()
-    await admin.query('CREATE DATABASE outage')
-    await admin.end()
-    const url = new URL(cluster.url)
-    url.pathname = '/outage'
-    const config = loadConfig({ DATABASE_URL: url.href, PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '1000' })
-    const store = await openStore(config)
-    const app = await buildApp({ config, store })
-    t.after(() => app.close())
-    const { key } = await createApiKey(store, 'outage')
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+  it('answers 503 Errors while PostgreSQL is stopped and 201s again once it is back, without a restart', async (t) => {
+    const { cluster, app, headers } = await appOnOwnCluster(t)
+    await throughOutage(app, headers, () => cluster.stop(), () => cluster.start())
+  })
 
-    const outcomes: Outcome[] = []
-    let running = true
-    const load = Promise.all(Array.from({ length: 6 }, async (_, w) => {
-      for (let i = 0; running; i++) {
-        const startedAt = Date.now()
-        let timer: NodeJS.Timeout | undefined
-        const res = await Promise.race([
-          app.inject({ method: 'POST', url: '/v1/pets', headers, payload: `{"name":"w${w} ${i}","categoryId":${w}}` }),
-          new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('a request hung')), HANG_MS) })
-        ]).finally(() => clearTimeout(timer))
-        outcomes.push({ status: res.statusCode, body: res.json(), startedAt })
-        if (res.statusCode !== 201) await new Promise(resolve => setTimeout(resolve, 20))
-      }
-    }))
-    const until = async (what: string, done: () => boolean): Promise<void> => {
-      for (let waited = 0; !done(); waited += 20) {
-        if (waited > 60000) throw new Error(`gave up waiting for ${what}`)
-        await new Promise(resolve => setTimeout(resolve, 20))
-      }
-    }
-    const count = (from: number, pred: (o: Outcome) => boolean) => outcomes.filter(o => o.startedAt >= from && pred(o)).length
-
+  it('answers 503 Errors, not a hang, while PostgreSQL accepts connections but answers nothing', async (t) => {
+    const { cluster, app, headers } = await appOnOwnCluster(t)
+    let frozen = false
     try {
-      await until('201s under load', () => count(0, o => o.status === 201) >= 30)
-      const lastIdBefore = Math.max(...outcomes.filter(o => o.status === 201).map(o => o.body.id!))
-
-      await cluster.stop()
-      const down = Date.now()
-      await until('answers while down', () => count(down, () => true) >= 30)
-      for (const o of outcomes.filter(o => o.startedAt >= down)) {
-        assert.equal(o.status, 503)
-        assert.deepEqual(o.body, { code: 'service_unavailable', message: 'the store is unavailable; retry later', status: 503 })
-      }
-      const ready = await app.inject({ url: '/readyz' })
-      assert.equal(ready.statusCode, 503)
-      assert.equal(ready.json().code, 'service_unavailable')
-
-      await cluster.start()
-      const up = Date.now()
-      await until('201s after PostgreSQL returned', () => count(up, o => o.status === 201) >= 1)
-      const firstBack = Math.min(...outcomes.filter(o => o.startedAt >= up && o.status === 201).map(o => o.startedAt))
-      await until('answers after recovery', () => count(firstBack + 1, () => true) >= 30)
-      const after = outcomes.filter(o => o.startedAt > firstBack)
-      assert.deepEqual(after.filter(o => o.status !== 201), [], 'every create after recovery succeeds')
-      for (const o of after) assert.ok(o.body.id! > lastIdBefore, 'ids are never reused across the outage')
-      assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
+      await throughOutage(app, headers,
+        () => { cluster.signal('SIGSTOP'); frozen = true },
+        () => { cluster.signal('SIGCONT'); frozen = false })
     } finally {
-      running = false
-      await load
+      // Thawed before the cleanup, which stops the server.
+      if (frozen) cluster.signal('SIGCONT')
     }
-    // Nothing but 201 and 503 Error objects, ever: no 500, no driver text.
-    assert.deepEqual([...new Set(outcomes.map(o => o.status))].sort(), [201, 503])
   })
 })
