@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { createApiKey } from '../../src/services/api-keys.js'
 import type { Store } from '../../src/store/store.js'
-import { buildTestApp } from '../helpers/app.js'
+import { STORES, buildTestApp } from '../helpers/app.js'
 import { errorCode, fcParams, type GenPet, newPet, parseExact, status } from '../helpers/property.js'
 
 /*
@@ -149,22 +149,24 @@ const commands = [
   k.map(i => new RevokeKey(i))
 ]
 
-describe('property: stateful model of the pets API', () => {
-  it('random sequences of create/list/page-walk/get/key create/revoke agree with an in-memory model', async (t) => {
-    // One service over a real SQLite file for the whole property (starting one per run costs a
-    // second for the writer thread); each run starts its model from what the store already holds,
-    // with a fresh key. KEY_CACHE_TTL_MS=0 makes a revocation take effect at once.
-    const ta = await buildTestApp(t, { env: { KEY_CACHE_TTL_MS: '0' } })
-    let runs = 0
-    let steps = 0
-    await fc.assert(fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: '+1' }), async (cmds) => {
-      const { key, record } = await createApiKey(ta.store, 'run')
-      const pets = (await ta.store.listPets({ afterId: null, limit: 1_000_000, status: undefined })).map(p => ({ ...p }))
-      const model: Model = { pets, keys: [{ key, id: record.id, revoked: false }] }
-      await fc.asyncModelRun(() => ({ model, real: { app: ta.app, store: ta.store } }), cmds)
-      steps += [...cmds].length
-      runs++
-    }), fcParams(RUNS))
-    t.diagnostic(`${runs} random command sequences (${steps} commands) matched the model`)
+for (const store of STORES) {
+  describe(`property: stateful model of the pets API [${store}]`, () => {
+    it('random sequences of create/list/page-walk/get/key create/revoke agree with an in-memory model', async (t) => {
+      // One service over a real SQLite file for the whole property (starting one per run costs a
+      // second for the writer thread); each run starts its model from what the store already holds,
+      // with a fresh key. KEY_CACHE_TTL_MS=0 makes a revocation take effect at once.
+      const ta = await buildTestApp(t, { store, env: { KEY_CACHE_TTL_MS: '0' } })
+      let runs = 0
+      let steps = 0
+      await fc.assert(fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: '+1' }), async (cmds) => {
+        const { key, record } = await createApiKey(ta.store, 'run')
+        const pets = (await ta.store.listPets({ afterId: null, limit: 1_000_000, status: undefined })).map(p => ({ ...p }))
+        const model: Model = { pets, keys: [{ key, id: record.id, revoked: false }] }
+        await fc.asyncModelRun(() => ({ model, real: { app: ta.app, store: ta.store } }), cmds)
+        steps += [...cmds].length
+        runs++
+      }), fcParams(RUNS))
+      t.diagnostic(`${runs} random command sequences (${steps} commands) matched the model`)
+    })
   })
-})
+}
