@@ -2,11 +2,17 @@ import type pg from 'pg'
 import type { NewPet, Pet, PetStatus } from '../../schemas/pets.js'
 import { DEFAULT_PET_STATUS } from '../../schemas/pets.js'
 import { GroupCommit } from '../group-commit.js'
-import type { ApiKeyRecord, ListPetsParams, Store } from '../store.js'
+import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PoolStats, Store } from '../store.js'
 import { createMigrationClient, createPool, guard, type PgConnectionOptions } from './connection.js'
 import { migratePostgres } from './migrations.js'
 
 interface PetRow { id: bigint, name: Buffer, category_id: bigint, status: PetStatus }
+interface IdemRow extends PetRow { fingerprint: string, created_at: Date }
+/** A create waiting for its batch: the pet, and its Idempotency-Key when the client sent one. */
+interface CreateItem { pet: NewPet, idem?: IdempotencyKey }
+/** Per item: the new pet's id; the earlier pet when the key replays; null when the key was used with another body. */
+type CreateOutcome = bigint | Pet | null
+
 interface KeyRow { id: bigint, name: string, created_at: Date, last_used_at: Date | null, revoked_at: Date | null }
 
 const toPet = (r: PetRow): Pet => ({ id: r.id, name: r.name.toString('utf8'), categoryId: r.category_id, status: r.status })
@@ -49,11 +55,14 @@ export interface PostgresStoreOptions extends PgConnectionOptions {}
 /** The shared store: many stateless instances over one PostgreSQL, through a connection pool. */
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const
-  private readonly creates: GroupCommit<NewPet, bigint>
+  private readonly creates: GroupCommit<CreateItem, CreateOutcome>
   private closed = false
 
   private constructor (private readonly pool: pg.Pool) {
-    this.creates = new GroupCommit<NewPet, bigint>(async (pets) => await this.insertPets(pets))
+    this.creates = new GroupCommit<CreateItem, CreateOutcome>(async (items) =>
+      items.every(i => i.idem === undefined)
+        ? await this.insertPets(items.map(i => i.pet))
+        : await this.insertPetsIdempotent(items))
   }
 
   /** Connects, applies pending migrations and checks the settings the promises rest on. */
@@ -95,9 +104,78 @@ export class PostgresStore implements Store {
     return res.rows.map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
+  /**
+   * A batch holding Idempotency-Keys: one transaction under the same insert lock, item by item. The
+   * lock serializes every pet insert on every instance, so the lookup sees any record committed by
+   * an earlier holder: two instances racing with one key create one pet, and the later replays it.
+   */
+  private async insertPetsIdempotent (items: CreateItem[]): Promise<CreateOutcome[]> {
+    return await guard(async () => {
+      const client = await this.pool.connect()
+      let failed = false
+      try {
+        await client.query('BEGIN')
+        await client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
+        const out: CreateOutcome[] = []
+        for (const { pet, idem } of items) {
+          if (idem !== undefined) {
+            const found = await client.query<IdemRow>({
+              name: 'find_idem',
+              text: `SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
+                     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = $1 AND i.key = $2`,
+              values: [idem.apiKeyId, idem.key]
+            })
+            const row = found.rows[0]
+            if (row !== undefined && row.created_at.getTime() >= idem.expiredBefore.getTime()) {
+              out.push(row.fingerprint === idem.fingerprint ? toPet(row) : null)
+              continue
+            }
+            if (row !== undefined) await client.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2', [idem.apiKeyId, idem.key])
+          }
+          const inserted = await client.query<{ id: bigint }>({
+            name: 'insert_pet',
+            text: 'INSERT INTO pets (name, category_id, status) VALUES ($1, $2::int8, $3) RETURNING id',
+            values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), pet.status ?? DEFAULT_PET_STATUS]
+          })
+          const id = inserted.rows[0]!.id
+          if (idem !== undefined) {
+            await client.query('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at) VALUES ($1, $2, $3, $4::int8, $5)',
+              [idem.apiKeyId, idem.key, idem.fingerprint, id.toString(), idem.now])
+          }
+          out.push(id)
+        }
+        await client.query('COMMIT')
+        return out
+      } catch (err) {
+        failed = true
+        await client.query('ROLLBACK').catch(() => {})
+        throw err
+      } finally {
+        // A connection that failed mid-transaction is not handed out again.
+        client.release(failed)
+      }
+    })
+  }
+
   async createPet (pet: NewPet): Promise<Pet> {
-    const id = await this.creates.submit(pet)
+    const id = await this.creates.submit({ pet }) as bigint
     return { id, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? DEFAULT_PET_STATUS }
+  }
+
+  async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
+    const out = await this.creates.submit({ pet, idem })
+    if (out === null) return { outcome: 'mismatch' }
+    if (typeof out === 'bigint') return { outcome: 'created', pet: { id: out, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? DEFAULT_PET_STATUS } }
+    return { outcome: 'replayed', pet: out }
+  }
+
+  async purgeIdempotencyKeys (before: Date): Promise<number> {
+    const res = await guard(() => this.pool.query('DELETE FROM idempotency_keys WHERE created_at < $1', [before]))
+    return res.rowCount ?? 0
+  }
+
+  poolStats (): PoolStats {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount }
   }
 
   async getPet (id: bigint): Promise<Pet | undefined> {

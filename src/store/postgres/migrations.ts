@@ -33,6 +33,22 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: 
         value text NOT NULL
       );
     `
+  },
+  {
+    version: 2,
+    name: 'idempotency keys',
+    // Written in the same transaction as the pet it created.
+    sql: `
+      CREATE TABLE idempotency_keys (
+        api_key_id bigint NOT NULL REFERENCES api_keys (id),
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        pet_id bigint NOT NULL REFERENCES pets (id),
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (api_key_id, key)
+      );
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `
   }
 ]
 
