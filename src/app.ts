@@ -10,6 +10,8 @@ import { installErrorHandling, notFound, RouteTable, sendError, toApiError } fro
 import { installJsonBodyParser } from './plugins/json-body.js'
 import { Metrics } from './plugins/metrics.js'
 import { RateLimits } from './plugins/rate-limit.js'
+import { installDocsRoutes, installOpenApi } from './plugins/openapi.js'
+import { registerSchemas } from './schemas/index.js'
 import healthRoutes from './routes/health.js'
 import orderRoutes from './routes/orders.js'
 import petRoutes from './routes/pets.js'
@@ -187,6 +189,10 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await store.close()
   })
 
+  // Before any route: the document is collected from the routes as they are added.
+  await installOpenApi(app, config)
+  registerSchemas(app)
+  await installDocsRoutes(app, config)
   await app.register(healthRoutes, { store })
 
   await app.register(async (v1) => {

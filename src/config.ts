@@ -34,7 +34,9 @@ const EnvSchema = Type.Object({
   METRICS_PORT: Type.String({ pattern: '^(off|[0-9]{1,5})$', default: 'off', description: 'Port of the separate Prometheus /metrics listener (e.g. 9464); off: no listener. Off by default so several instances can share a host.' }),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the /metrics listener.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
-  IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' })
+  IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' }),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: the first server of the OpenAPI document. Default: this server, http://HOST:PORT/v1.' })),
+  STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: the second server of the OpenAPI document. Default: this server, http://HOST:PORT/v1.' }))
 })
 type Env = Static<typeof EnvSchema>
 
@@ -67,6 +69,9 @@ export interface Config {
   metrics: { port: number, host: string } | undefined
   corsOrigins: string[]
   idempotencyTtlMs: number
+  /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers. */
+  publicBaseUrl: string
+  stagingBaseUrl: string
 }
 
 export class ConfigError extends Error {
@@ -149,6 +154,23 @@ function parseMetrics (port: string, host: string): Config['metrics'] {
   return { port: n, host }
 }
 
+function parseBaseUrl (name: string, value: string | undefined, host: string, port: number): string {
+  if (value === undefined || value === '') {
+    const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+    return `http://${h}:${port}/v1`
+  }
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1, such as https://api.example.org/v1`)
+  }
+  if (!/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search !== '' || url.hash !== '') {
+    throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1 (no trailing slash, query or fragment), such as https://api.example.org/v1`)
+  }
+  return `${url.origin}${url.pathname}`
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
   let e: Env
@@ -183,7 +205,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     eventLoopMaxDelayMs: e.EVENT_LOOP_MAX_DELAY_MS,
     metrics: parseMetrics(e.METRICS_PORT, e.METRICS_HOST),
     corsOrigins: parseCorsOrigins(e.CORS_ORIGINS),
-    idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000
+    idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000,
+    publicBaseUrl: parseBaseUrl('PUBLIC_BASE_URL', e.PUBLIC_BASE_URL, e.HOST, e.PORT),
+    stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL, e.HOST, e.PORT)
   })
 }
 

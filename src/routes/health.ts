@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { ApiError } from '../errors.js'
-import { ErrorSchema } from '../schemas/common.js'
+import { errorResponses, jsonResponse } from '../schemas/responses.js'
 import type { Store } from '../store/store.js'
 
 const HealthSchema = Type.Object({ status: Type.Literal('ok', { description: 'Always ok.' }) }, { additionalProperties: false })
@@ -9,11 +9,25 @@ const HealthSchema = Type.Object({ status: Type.Literal('ok', { description: 'Al
 /** Liveness and readiness, outside /v1 and without authentication. */
 export default async function healthRoutes (app: FastifyInstance, opts: { store: Store }): Promise<void> {
   app.get('/healthz', {
-    schema: { summary: 'Liveness: 200 while the process is up', tags: ['health'], security: [], response: { 200: HealthSchema } }
+    schema: {
+      operationId: 'liveness',
+      summary: 'Liveness: 200 while the process is up',
+      description: 'Outside /v1 and without authentication. 503 only while the server is shutting down.',
+      tags: ['health'],
+      security: [],
+      response: { 200: jsonResponse('The process is up.', HealthSchema), ...errorResponses(['internal_error', 'service_unavailable']) }
+    }
   }, async () => ({ status: 'ok' as const }))
 
   app.get('/readyz', {
-    schema: { summary: 'Readiness: 200 when the store answers, else 503', tags: ['health'], security: [], response: { 200: HealthSchema, 503: ErrorSchema } }
+    schema: {
+      operationId: 'readiness',
+      summary: 'Readiness: 200 when the store answers, else 503',
+      description: 'Outside /v1 and without authentication. Load balancers take an instance out of rotation on 503.',
+      tags: ['health'],
+      security: [],
+      response: { 200: jsonResponse('The store answers.', HealthSchema), ...errorResponses(['internal_error', 'service_unavailable']) }
+    }
   }, async (request) => {
     try {
       await opts.store.ping()

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
-import { ErrorSchema } from '../schemas/common.js'
+import { errorResponses, RateLimitHeaders } from '../schemas/responses.js'
 
 /** The spec names GET /store/orders but does not specify it: answer 501, clearly, after authentication. */
 export default async function orderRoutes (app: FastifyInstance): Promise<void> {
@@ -10,7 +10,7 @@ export default async function orderRoutes (app: FastifyInstance): Promise<void> 
       summary: 'Store orders (not implemented)',
       description: 'Named by the Petstore v1 interface but not specified by it: always 501 not_implemented.',
       tags: ['store'],
-      response: { 401: ErrorSchema, 501: ErrorSchema }
+      response: errorResponses(['unauthorized', 'rate_limited', 'not_implemented', 'internal_error', 'service_unavailable'], RateLimitHeaders)
     }
   }, async () => {
     throw new ApiError('not_implemented', 'GET /v1/store/orders is named by the Petstore v1 interface but not specified; it is not implemented')

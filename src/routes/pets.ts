@@ -3,14 +3,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { strongEtag } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
-import { ErrorSchema } from '../schemas/common.js'
 import {
   ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema, PetSchema, PetsSchema,
   validateListPetsQuery, validateNewPet, validatePetIdParams,
   type ListPetsQuery, type NewPet, type PetIdParams
 } from '../schemas/pets.js'
+import { Ref } from '../schemas/common.js'
+import { errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
 import type { Store } from '../store/store.js'
+
+// Reads carry a strong ETag and revalidate (see plugins/etag.ts).
+const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl }
 
 export interface PetRoutesOptions {
   store: Store
@@ -42,7 +46,6 @@ function fingerprint (pet: NewPet): string {
   return createHash('sha256').update(JSON.stringify([pet.name, String(pet.categoryId), pet.status])).digest('hex')
 }
 
-const E = ErrorSchema
 // Our own validators (see schemas/pets.ts); the schemas above still document each part.
 const validators = {
   body: () => (data: unknown) => ({ value: validateNewPet(data) }),
@@ -72,10 +75,17 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
     schema: {
       operationId: 'listPets',
       summary: 'List animals',
-      description: 'A page of animals in ascending id order. When more follow, the `Link` header carries `rel="next"` with the URL of the next page (limit and status kept, plus an opaque cursor).',
+      description: 'Returns a page of at most `limit` animals in ascending id order, optionally only those with the given `status`. ' +
+        'When more follow, the `Link` header carries `rel="next"` with the URL of the next page (limit and status kept, plus an opaque `cursor`); ' +
+        'follow it until no `Link` comes back to visit every animal exactly once, even while animals are being added. ' +
+        'Parameters are strict: an unknown or repeated parameter is 400 `invalid_parameter`, never ignored.',
       tags: ['pets'],
       querystring: ListPetsQuerySchema,
-      response: { 200: PetsSchema, 400: E, 401: E, 429: E, 503: E }
+      response: {
+        200: jsonResponse('A page of animals (an empty array when there are none).', PetsSchema, { Link: Headers.linkNext, ...cacheHeaders, ...RateLimitHeaders }),
+        304: notModified(RateLimitHeaders),
+        ...errorResponses(['invalid_parameter', 'unauthorized', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
+      }
     },
     onSend: strongEtag
   }, async (request: FastifyRequest, reply: FastifyReply) => {
@@ -101,12 +111,17 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
-      description: 'Stores the animal durably and answers 201 with it, its assigned id and `Location`. `status` defaults to `available`. ' +
-        'With an `Idempotency-Key` header, a retry with the same key and body answers the original 201 (and `Idempotent-Replayed: true`) without creating anything; ' +
+      description: 'Stores the animal durably (committed to disk before the answer) and answers 201 with it, its assigned `id` and `Location`. ' +
+        '`status` defaults to `available`. The body is strict: unknown fields and a client-sent `id` are refused naming the field, and no value is coerced (`"7"` is not an integer). ' +
+        '`categoryId` keeps all 64 bits: write integers past 2^53 as plain digits. ' +
+        'With an `Idempotency-Key` request header, a retry with the same key and body answers the original 201 (and `Idempotent-Replayed: true`) without creating anything; ' +
         'the same key with another body is 422, and while the first request is still running, 409.',
       tags: ['pets'],
-      body: NewPetSchema,
-      response: { 201: PetSchema, 400: E, 401: E, 409: E, 413: E, 415: E, 422: E, 429: E, 503: E }
+      body: Ref(NewPetSchema),
+      response: {
+        201: jsonResponse('The animal as stored, with its assigned id.', Ref(PetSchema), { Location: Headers.location, 'Idempotent-Replayed': Headers.idempotentReplayed, ...RateLimitHeaders }),
+        ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', 'unauthorized', 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
+      }
     }
   }, async (request: FastifyRequest, reply: FastifyReply) => {
     const body = request.body as NewPet
@@ -137,6 +152,7 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
     }
   })
 
+  const deprecationHeaders = { Deprecation: Headers.deprecation, Sunset: Headers.sunset, Link: Headers.linkSuccessor }
   const deprecation = `@${Math.floor(opts.getPetDeprecatedAt.getTime() / 1000)}`
   const sunset = opts.getPetSunsetAt.toUTCString()
   app.get('/pets/:petId', {
@@ -144,11 +160,17 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
     schema: {
       operationId: 'getPet',
       summary: 'Get an animal (deprecated)',
-      description: `Deprecated: removed on ${sunset}; from then on it answers 410. Use GET /v1/pets with the status filter instead. Every response carries Deprecation, Sunset and a Link to the successor.`,
+      description: `**Deprecated** since ${opts.getPetDeprecatedAt.toUTCString()}; sunset ${sunset}, from when it answers 410 \`gone\`. ` +
+        'Replacement: `GET /v1/pets` (listPets) with the `status` filter. ' +
+        'Every response of this operation, errors included, carries `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.',
       deprecated: true,
       tags: ['pets'],
       params: PetIdParamsSchema,
-      response: { 200: PetSchema, 400: E, 401: E, 404: E, 410: E, 429: E, 503: E }
+      response: {
+        200: jsonResponse('The animal.', Ref(PetSchema), { ...deprecationHeaders, ...cacheHeaders, ...RateLimitHeaders }),
+        304: notModified({ ...deprecationHeaders, ...RateLimitHeaders }),
+        ...errorResponses(['invalid_parameter', 'unauthorized', 'not_found', 'gone', 'rate_limited', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
+      }
     },
     // Runs for every response of this operation, errors (401 included) too.
     onSend: [async (_request, reply) => {

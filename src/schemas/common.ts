@@ -1,4 +1,5 @@
-import { Type } from 'typebox'
+import { Type, type TSchema } from 'typebox'
+import { ERROR_CODES } from '../errors.js'
 
 export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
@@ -10,9 +11,24 @@ export const INT64_MAX = 2n ** 63n - 1n
 export const Int64 = (options: { description: string, minimum?: number }) =>
   Type.Unsafe<bigint>({ type: 'integer', format: 'int64', ...options })
 
-/** The Error object of every error response. */
+/**
+ * The Error object of every error response. `code` lists the catalogue of src/errors.ts, and
+ * `x-error-codes` carries each code's status and meaning into the OpenAPI document.
+ */
 export const ErrorSchema = Type.Object({
-  code: Type.String({ description: 'Machine-readable error code from the catalogue (snake_case). Branch on this.' }),
+  code: Type.Unsafe<string>({
+    type: 'string',
+    enum: Object.keys(ERROR_CODES),
+    description: 'Machine-readable error code from the catalogue (see `x-error-codes`: its status and meaning). Branch on this, never on `message`.'
+  }),
   message: Type.String({ description: 'Human-readable description naming the offending field or parameter and the rule.' }),
   status: Type.Integer({ description: 'The HTTP status code, equal to the response status.' })
-}, { $id: 'Error', additionalProperties: false, description: 'Every error response carries this object.' })
+}, {
+  $id: 'Error',
+  additionalProperties: false,
+  description: 'Every error response carries this object, as application/json.',
+  'x-error-codes': ERROR_CODES
+})
+
+/** A reference to a schema added with app.addSchema (see registerSchemas), typed as the schema it names. */
+export const Ref = <T extends TSchema>(schema: T): T => ({ $ref: `${(schema as { $id?: string }).$id ?? ''}#` }) as unknown as T

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { ApiError } from '../errors.js'
-import { Int64, INT64_MAX, INT64_MIN } from './common.js'
+import { Int64, INT64_MAX, INT64_MIN, Ref } from './common.js'
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export type PetStatus = typeof PET_STATUSES[number]
@@ -20,18 +20,18 @@ export const NewPetSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: '\\S', description: "The animal's name: 1 to 255 characters, not only white space." }),
   categoryId: Int64({ description: 'Identifier of the category the animal belongs to (int64; values beyond 2^53 are kept exactly).' }),
   status: Type.Optional({ ...PetStatusSchema, default: DEFAULT_PET_STATUS, description: 'Availability status; `available` when omitted.' } as typeof PetStatusSchema)
-}, { additionalProperties: false, description: 'Request body of createPet. Unknown fields, and a client-sent id, are refused.' })
+}, { $id: 'NewPet', additionalProperties: false, description: 'Request body of createPet. Unknown fields, and a client-sent id, are refused.' })
 export type NewPet = Static<typeof NewPetSchema>
 
 export const PetSchema = Type.Object({
   id: Int64({ description: 'Unique identifier, assigned by the service on creation; never reused.' }),
-  name: Type.String({ description: "The animal's name." }),
+  name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: '\\S', description: "The animal's name." }),
   categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
   status: PetStatusSchema
-}, { additionalProperties: false, description: 'An animal.' })
+}, { $id: 'Pet', additionalProperties: false, description: 'An animal.' })
 export type Pet = Static<typeof PetSchema>
 
-export const PetsSchema = Type.Array(PetSchema, { description: 'A page of animals, in ascending id order.' })
+export const PetsSchema = Type.Array(Ref(PetSchema), { description: 'A page of animals, in ascending id order.' })
 
 export const ListPetsQuerySchema = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: LIMIT_MIN, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of animals returned, 1 to 100.' })),

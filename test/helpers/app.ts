@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import Database from 'better-sqlite3'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Response } from 'light-my-request'
 import pg from 'pg'
 import { buildApp, type AppOptions } from '../../src/app.js'
@@ -34,6 +34,7 @@ import { Metrics } from '../../src/plugins/metrics.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
+import { checkResponse } from './conformance.js'
 
 export const STORES = ['sqlite', 'postgres'] as const
 export type StoreKind = typeof STORES[number]
@@ -141,6 +142,7 @@ export async function buildTestApp (t: TestContext, opts: {
   })
   // A PostgreSQL app of its own is closed by its database's cleanup, just before the drop.
   if (kind !== 'postgres' || opts.sameDatabaseAs !== undefined) t.after(() => app?.close())
+  checkEveryResponse(app)
   const { key } = await createApiKey(store, 'test')
   return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir, kind, databaseUrl, metrics }
 }
@@ -204,4 +206,20 @@ export async function deletePetInDb (ta: TestApp, id: number | bigint): Promise<
   } finally {
     db.close()
   }
+}
+
+/**
+ * Makes app.inject check every response against the committed OpenAPI document (see conformance.ts),
+ * so each test that goes through the helper also proves the document right.
+ */
+export function checkEveryResponse (app: FastifyInstance): void {
+  const inject = app.inject.bind(app) as (opts: InjectOptions | string) => Promise<LightMyRequestResponse>
+  const checked = async (opts: InjectOptions | string): Promise<LightMyRequestResponse> => {
+    const res = await inject(opts)
+    const o = typeof opts === 'string' ? { url: opts } : opts
+    const url = typeof o.url === 'string' ? o.url : String(o.path ?? '/')
+    checkResponse({ method: (o.method ?? 'GET').toUpperCase(), url, status: res.statusCode, headers: res.headers, body: res.body })
+    return res
+  }
+  app.inject = checked as typeof app.inject
 }

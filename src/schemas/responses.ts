@@ -1,0 +1,100 @@
+import type { TSchema } from 'typebox'
+import { ERROR_CODES, type ErrorCode } from '../errors.js'
+import { ErrorSchema, Ref } from './common.js'
+
+/*
+ * Response definitions in the shape both Fastify and @fastify/swagger read: Fastify serializes the
+ * body with `content[mediaType].schema`; swagger copies `description`, `headers` and `content` into
+ * the OpenAPI document. So a route's `response` map is the one description of what it answers.
+ */
+
+/**
+ * A response header, as a JSON Schema plus its description. `x-required` marks a header that every
+ * such response carries; the OpenAPI plugin turns it into the header object's `required: true`.
+ */
+export interface HeaderSchema {
+  type: 'string'
+  description: string
+  pattern?: string
+  example?: string
+  'x-required'?: boolean
+}
+
+const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'description'> = {}): HeaderSchema =>
+  ({ type: 'string', description, ...extra })
+
+/** Every header the service sets on purpose (header names are case-insensitive; the document uses the usual spelling). */
+export const Headers = {
+  requestId: header('Id of this request, also in the server log. Echoes the `X-Request-Id` the client sent when it is 1–128 characters of `A-Za-z0-9._:-`; otherwise a new UUID.', { pattern: '^[A-Za-z0-9._:-]{1,128}$', 'x-required': true }),
+  location: header('Path of the created animal.', { pattern: '^/v1/pets/-?[0-9]+$', example: '/v1/pets/1', 'x-required': true }),
+  linkNext: header('Present when more animals follow: the URL of the next page (RFC 8288), with limit, status and an opaque cursor.', { pattern: '^</v1/pets\\?[^>]*cursor=[^>]+>; rel="next"$', example: '</v1/pets?limit=20&cursor=eyJ…>; rel="next"' }),
+  linkSuccessor: header('The replacement of this deprecated operation (RFC 8288 successor-version).', { pattern: '^</v1/pets>; rel="successor-version"$', example: '</v1/pets>; rel="successor-version"', 'x-required': true }),
+  deprecation: header('When this operation was deprecated: `@` and Unix seconds (RFC 9745).', { pattern: '^@-?[0-9]+$', example: '@1767225600', 'x-required': true }),
+  sunset: header('When this operation is removed, as an HTTP date (RFC 8594); from then on it answers 410.', { example: 'Thu, 05 Dec 2030 00:00:00 GMT', 'x-required': true }),
+  wwwAuthenticate: header('The bearer challenge (RFC 6750): `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused.', { pattern: '^Bearer realm="petstore"', example: 'Bearer realm="petstore", error="invalid_token"', 'x-required': true }),
+  retryAfter: header('Seconds to wait before retrying.', { pattern: '^[0-9]+$', example: '1', 'x-required': true }),
+  etag: header('Strong entity tag of this representation; send it back in `If-None-Match` to get 304 when nothing changed.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
+  etagNotModified: header('The entity tag the client already holds.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
+  cacheControl: header('Caches must revalidate (the answer depends on the API key).', { example: 'private, no-cache', 'x-required': true }),
+  idempotentReplayed: header('`true` when this 201 replays the answer to an earlier request with the same `Idempotency-Key`.', { pattern: '^true$' }),
+  rateLimit: header('Remaining quota of this window (draft-ietf-httpapi-ratelimit-headers): `"key"` per API key, `"address"` per client address before authentication.', { example: '"key";r=5999;t=60' }),
+  rateLimitPolicy: header('The quota policy that applies (draft-ietf-httpapi-ratelimit-headers).', { example: '"key";q=6000;w=60' })
+} as const
+
+/** Present on /v1 answers while rate limits are on (RATE_LIMIT_MAX, RATE_LIMIT_ANON_MAX). */
+export const RateLimitHeaders = { RateLimit: Headers.rateLimit, 'RateLimit-Policy': Headers.rateLimitPolicy }
+
+/** 304 for a conditional read whose If-None-Match names the current ETag: no body. */
+export function notModified (headers: Record<string, HeaderSchema> = {}): object {
+  return {
+    description: 'Not modified: `If-None-Match` names the current ETag; no body.',
+    headers: { 'X-Request-Id': Headers.requestId, ETag: Headers.etagNotModified, ...headers },
+    type: 'null'
+  }
+}
+
+type HeaderMap = Record<string, HeaderSchema>
+
+/** A successful JSON response. */
+export function jsonResponse (description: string, schema: TSchema, headers: HeaderMap = {}): object {
+  return {
+    description,
+    headers: { 'X-Request-Id': Headers.requestId, ...headers },
+    content: { 'application/json': { schema } }
+  }
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad request', 401: 'Unauthorized', 404: 'Not found', 405: 'Method not allowed', 409: 'Conflict', 410: 'Gone',
+  413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable content', 429: 'Too many requests', 431: 'Request headers too large',
+  500: 'Internal error', 501: 'Not implemented', 503: 'Service unavailable'
+}
+
+/** Headers an error of this status always carries, wherever it comes from. */
+function headersFor (status: number): HeaderMap {
+  if (status === 401) return { 'WWW-Authenticate': Headers.wwwAuthenticate }
+  if (status === 503 || status === 429) return { 'Retry-After': Headers.retryAfter }
+  return {}
+}
+
+/**
+ * The error responses of an operation, from the catalogue codes it can answer: one response per
+ * status, each an Error object, its description listing the codes (`code`: when).
+ */
+export function errorResponses (codes: readonly ErrorCode[], extraHeaders: HeaderMap = {}): Record<number, object> {
+  const byStatus = new Map<number, ErrorCode[]>()
+  for (const code of codes) {
+    const status = ERROR_CODES[code].status
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
+  }
+  const out: Record<number, object> = {}
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const lines = list.map(c => `- \`${c}\`: ${ERROR_CODES[c].description}`)
+    out[status] = {
+      description: `${STATUS_TEXT[status] ?? 'Error'}; \`code\` is one of:\n\n${lines.join('\n')}`,
+      headers: { 'X-Request-Id': Headers.requestId, ...headersFor(status), ...extraHeaders },
+      content: { 'application/json': { schema: Ref(ErrorSchema) } }
+    }
+  }
+  return out
+}

@@ -1,0 +1,27 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { openStore } from '../../src/store/index.js'
+
+/**
+ * The document exactly as the service generates it under the default configuration (what
+ * openapi/openapi.json commits): JSON as GET /openapi.json sends it, and YAML.
+ */
+export async function generateDocument (): Promise<{ json: string, yaml: string, document: Record<string, unknown> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-openapi-'))
+  try {
+    const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }, dir)
+    const app = await buildApp({ config, store: await openStore(config) })
+    try {
+      const json = (await app.inject({ url: '/openapi.json' })).body
+      const yaml = (await app.inject({ url: '/openapi.yaml' })).body
+      return { json: json.endsWith('\n') ? json : `${json}\n`, yaml, document: JSON.parse(json) }
+    } finally {
+      await app.close()
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, it } from 'node:test'
+import { parse as parseYaml } from 'yaml'
+import { loadConfig } from '../../src/config.js'
+import { ERROR_CODES } from '../../src/errors.js'
+import { buildTestApp } from '../helpers/app.js'
+import { generateDocument } from '../helpers/openapi-document.js'
+
+type Json = Record<string, any>
+const committed = (name: string): string => readFileSync(new URL(`../../openapi/${name}`, import.meta.url), 'utf8')
+
+describe('the OpenAPI document', () => {
+  it('is committed exactly as the code generates it (run npm run openapi after changing a route)', async () => {
+    const { json, yaml } = await generateDocument()
+    assert.equal(committed('openapi.json'), json)
+    assert.equal(committed('openapi.yaml'), yaml)
+  })
+
+  it('is served at /openapi.json and /openapi.yaml without a key', async (t) => {
+    const ta = await buildTestApp(t)
+    const json = await ta.app.inject({ url: '/openapi.json' })
+    assert.equal(json.statusCode, 200)
+    assert.match(String(json.headers['content-type']), /^application\/json/)
+    const yaml = await ta.app.inject({ url: '/openapi.yaml' })
+    assert.equal(yaml.statusCode, 200)
+    assert.match(String(yaml.headers['content-type']), /^application\/yaml/)
+    assert.deepEqual(parseYaml(yaml.body), json.json())
+    assert.equal(json.json().openapi, '3.1.0')
+  })
+
+  const doc = JSON.parse(committed('openapi.json')) as Json
+  const op = (path: string, method: string): Json => doc.paths[path][method]
+  // A response header, inline or shared under components/headers.
+  const header = (response: Json, name: string): Json => {
+    const h = response.headers[name]
+    return typeof h.$ref === 'string' ? doc.components.headers[h.$ref.split('/').pop()] : h
+  }
+
+  it('names the three operations with summaries and descriptions; getPet is deprecated with its sunset and replacement', () => {
+    for (const [path, method, id] of [['/pets', 'get', 'listPets'], ['/pets', 'post', 'createPet'], ['/pets/{petId}', 'get', 'getPet']] as const) {
+      assert.equal(op(path, method).operationId, id)
+      assert.ok(op(path, method).summary.length > 0)
+      assert.ok(op(path, method).description.length > 0)
+    }
+    const getPet = op('/pets/{petId}', 'get')
+    assert.equal(getPet.deprecated, true)
+    assert.match(getPet.description, /Thu, 05 Dec 2030 00:00:00 GMT/)
+    assert.match(getPet.description, /GET \/v1\/pets/)
+    assert.equal(op('/pets', 'get').deprecated, undefined)
+  })
+
+  it('puts the bearer scheme on every /v1 operation and none on the health checks', () => {
+    assert.deepEqual(doc.components.securitySchemes.bearerAuth, { ...doc.components.securitySchemes.bearerAuth, type: 'http', scheme: 'bearer' })
+    assert.deepEqual(doc.security, [{ bearerAuth: [] }])
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      for (const o of Object.values(item) as Json[]) {
+        if (path === '/healthz' || path === '/readyz') assert.deepEqual(o.security, [])
+        else assert.equal(o.security, undefined, `${path} keeps the global bearer requirement`)
+        if (o.security === undefined) assert.ok(header(o.responses['401'], 'WWW-Authenticate').required)
+      }
+    }
+  })
+
+  it('describes int64 fields, the cursor, the default status and the error catalogue', () => {
+    const { Pet, NewPet, Error: ErrorSchema } = doc.components.schemas
+    assert.deepEqual([Pet.properties.id.format, Pet.properties.categoryId.format, NewPet.properties.categoryId.format], ['int64', 'int64', 'int64'])
+    assert.equal(NewPet.properties.status.default, 'available')
+    const params = op('/pets', 'get').parameters as Json[]
+    assert.deepEqual(params.map(p => p.name), ['limit', 'status', 'cursor'])
+    assert.equal(params[0]!.schema.default, 20)
+    assert.equal(op('/pets/{petId}', 'get').parameters[0].schema.format, 'int64')
+    assert.deepEqual(ErrorSchema.properties.code.enum, Object.keys(ERROR_CODES))
+    assert.deepEqual(ErrorSchema['x-error-codes'], ERROR_CODES)
+    assert.equal(header(op('/pets', 'post').responses['201'], 'Location').required, true)
+    for (const h of ['Deprecation', 'Sunset', 'Link']) {
+      for (const r of Object.values(op('/pets/{petId}', 'get').responses) as Json[]) assert.equal(header(r, h).required, true)
+    }
+  })
+
+  it('lists the configured base addresses as servers, health checks at their origin', async (t) => {
+    const ta = await buildTestApp(t, { env: { PUBLIC_BASE_URL: 'https://api.example.org/v1', STAGING_BASE_URL: 'https://staging.example.org/v1' } })
+    const served = (await ta.app.inject({ url: '/openapi.json' })).json() as Json
+    assert.deepEqual(served.servers.map((s: Json) => s.url), ['https://api.example.org/v1', 'https://staging.example.org/v1'])
+    assert.deepEqual(served.paths['/healthz'].get.servers.map((s: Json) => s.url), ['https://api.example.org', 'https://staging.example.org'])
+    assert.deepEqual(doc.servers.map((s: Json) => s.url), ['http://127.0.0.1:8080/v1'])
+  })
+})
+
+describe('PUBLIC_BASE_URL and STAGING_BASE_URL', () => {
+  it('default to this server', () => {
+    const c = loadConfig({ PORT: '3000', HOST: '0.0.0.0' })
+    assert.equal(c.publicBaseUrl, 'http://127.0.0.1:3000/v1')
+    assert.equal(c.stagingBaseUrl, 'http://127.0.0.1:3000/v1')
+  })
+
+  it('must be absolute http(s) URLs ending in /v1', () => {
+    for (const bad of ['api.example.org/v1', 'https://api.example.org', 'https://api.example.org/v1/', 'ftp://x/v1', 'https://x/v1?a=1']) {
+      assert.throws(() => loadConfig({ PUBLIC_BASE_URL: bad }), /PUBLIC_BASE_URL: must be an absolute http\(s\) URL ending in \/v1/)
+      assert.throws(() => loadConfig({ STAGING_BASE_URL: bad }), /STAGING_BASE_URL/)
+    }
+  })
+})
