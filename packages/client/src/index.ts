@@ -32,8 +32,9 @@ export interface NewPet {
 /** The error codes of the service's catalogue (`x-error-codes` in the document). */
 export const ERROR_CODES = [
   'bad_request', 'validation_failed', 'invalid_parameter', 'invalid_json', 'unauthorized', 'not_found',
-  'method_not_allowed', 'request_timeout', 'gone', 'payload_too_large', 'unsupported_media_type',
-  'header_too_large', 'internal_error', 'not_implemented', 'service_unavailable'
+  'method_not_allowed', 'request_timeout', 'idempotency_key_in_use', 'gone', 'payload_too_large',
+  'unsupported_media_type', 'idempotency_key_reused', 'rate_limited', 'header_too_large',
+  'internal_error', 'not_implemented', 'service_unavailable'
 ] as const
 /** A catalogue code, or `unexpected_response` when the answer was not an Error object (e.g. from a proxy). */
 export type ErrorCode = typeof ERROR_CODES[number] | 'unexpected_response'
