@@ -35,7 +35,7 @@ export const Headers = {
   retryAfter: header('Seconds to wait before retrying.', { pattern: '^[0-9]+$', example: '1', 'x-required': true }),
   etag: header('Strong entity tag of this representation; send it back in `If-None-Match` to get 304 when nothing changed.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
   etagNotModified: header('The entity tag the client already holds.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
-  cacheControl: header('Caches must revalidate (the answer depends on the API key).', { example: 'private, no-cache', 'x-required': true }),
+  cacheControl: header('Caches must revalidate (the answer depends on the API key); other answers say `no-store`.', { example: 'private, no-cache' }),
   idempotentReplayed: header('`true` when this 201 replays the answer to an earlier request with the same `Idempotency-Key`.', { pattern: '^true$' }),
   rateLimit: header('Remaining quota of this window (draft-ietf-httpapi-ratelimit-headers): `"key"` per API key, `"address"` per client address before authentication.', { example: '"key";r=5999;t=60' }),
   rateLimitPolicy: header('The quota policy that applies (draft-ietf-httpapi-ratelimit-headers).', { example: '"key";q=6000;w=60' })

@@ -28,7 +28,7 @@ const DOCUMENT_PATH = new URL('../../openapi/openapi.json', import.meta.url)
  * contract. Any other header a response carries must be documented for that response.
  */
 const TRANSPORT_HEADERS = new Set([
-  'content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary',
+  'content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary', 'cache-control',
   'x-content-type-options', 'strict-transport-security', 'content-security-policy', 'x-frame-options',
   'referrer-policy', 'cross-origin-resource-policy', 'cross-origin-opener-policy', 'cross-origin-embedder-policy'
 ])

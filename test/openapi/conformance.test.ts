@@ -73,10 +73,14 @@ describe('the conformance check', () => {
       'x-request-id': 'r1',
       deprecation: '@1767225600',
       sunset: 'Thu, 05 Dec 2030 00:00:00 GMT',
-      link: '</v1/pets>; rel="successor-version"'
+      link: '</v1/pets>; rel="successor-version"',
+      etag: '"abc"',
+      'cache-control': 'private, no-cache'
     },
     body: '{"id":1,"name":"Rex","categoryId":9223372036854775807,"status":"available"}'
   }
+
+  const errorHeaders = { ...ok.headers, etag: undefined }
 
   it('accepts a response as documented', () => {
     checkResponse(ok)
@@ -91,9 +95,9 @@ describe('the conformance check', () => {
     ['a body with an extra field', { body: '{"id":1,"name":"Rex","categoryId":1,"status":"available","age":3}' }, /must NOT have additional properties/],
     ['a body with a status outside the enum', { body: '{"id":1,"name":"Rex","categoryId":1,"status":"lost"}' }, /status must be equal to one of the allowed values/],
     ['a non-integer id', { body: '{"id":1.5,"name":"Rex","categoryId":1,"status":"sold"}' }, /must be integer/],
-    ['an error whose code belongs to another status', { status: 404, body: '{"code":"gone","message":"m","status":404}' }, /error code gone belongs to status 410/],
-    ['an error whose status differs from HTTP', { status: 404, body: '{"code":"not_found","message":"m","status":400}' }, /differs from the HTTP status/],
-    ['an error code outside the catalogue', { status: 404, body: '{"code":"nope","message":"m","status":404}' }, /error body/]
+    ['an error whose code belongs to another status', { status: 404, body: '{"code":"gone","message":"m","status":404}', headers: errorHeaders }, /error code gone belongs to status 410/],
+    ['an error whose status differs from HTTP', { status: 404, body: '{"code":"not_found","message":"m","status":400}', headers: errorHeaders }, /differs from the HTTP status/],
+    ['an error code outside the catalogue', { status: 404, body: '{"code":"nope","message":"m","status":404}', headers: errorHeaders }, /error body/]
   ]
   for (const [what, change, expected] of drifts) {
     it(`refuses ${what}`, () => {
