@@ -75,7 +75,7 @@ class Conformance {
     const method = res.method === 'HEAD' ? 'GET' : res.method
     // A path that does not percent-decode addresses no operation: the router answers it before any route.
     const found = decodes(path) ? this.operations.find(o => o.method === method && o.pattern.test(path)) : undefined
-    const headers = new Map(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v === undefined ? undefined : String(v)]))
+    const headers = new Map(Object.entries(res.headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v === undefined ? undefined : String(v)]))
     const contentType = headers.get('content-type')?.split(';', 1)[0]?.trim()
 
     if (found === undefined) {
