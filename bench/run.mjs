@@ -1,5 +1,5 @@
 // `npm run bench`: the service (production build in dist/, as `npm start` runs it) side by side with
-// a raw node:http baseline answering the same bytes from memory. Loopback only, bounded (~3–4 min).
+// a raw node:http baseline answering the same bytes from memory. Loopback only, bounded (~5 min with scenario 8).
 // See docs/performance.md for what each scenario means and how to read the table.
 // `npm run bench -- --only=pg` (or BENCH_ONLY=pg) runs scenario 8 (PostgreSQL) alone.
 import { spawn, spawnSync } from 'node:child_process'
