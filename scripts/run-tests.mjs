@@ -1,35 +1,113 @@
 // Runs every test file under test/ with node's test runner (Node 20's `node --test` takes no globs).
 // `npm test -- test/pets` narrows to files whose path contains one of the arguments.
-// One throwaway PostgreSQL cluster serves the whole run (each test makes its own database in it);
-// its admin URL reaches the tests as PETSTORE_TEST_PG_URL. Set that variable yourself to use a
-// server of your own instead (the user needs CREATEDB).
-import { spawn } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+//
+// What the suite starts itself (README, "Tests"): a PostgreSQL cluster (one throwaway cluster serves
+// the whole run; each test makes its own database in it; its admin URL reaches the tests as
+// PETSTORE_TEST_PG_URL; set that variable yourself to use a server of your own, whose user needs
+// CREATEDB), redis-server, Chromium, strace. A test file names what it needs in a line comment
+// `// requires: redis-server, chromium` among its first lines. When a component is missing:
+// under CI=true the run fails at once, naming it; elsewhere the files that need it do not run (and
+// the store-looped suites run on SQLite only without PostgreSQL), and the end of the output says
+// so, loudly, with how to install it.
+//
+// A server or CLI process of ours that ends by a signal the test did not send (a crash) fails the
+// run, even if the test's own assertions passed (test/helpers/exit-watch.ts).
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startCluster } from './pg-cluster.mjs'
+import { findPgBin, startCluster } from './pg-cluster.mjs'
 
 function walk (dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap(e =>
     e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.test.ts') ? [join(dir, e.name)] : [])
 }
 
+function onPath (cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0
+}
+
+/** Each component the suite starts: how to tell it is here, and how to get it. */
+const COMPONENTS = {
+  postgresql: {
+    present: () => {
+      if (process.env.PETSTORE_TEST_PG_URL) return true
+      try { findPgBin(); return true } catch { return false }
+    },
+    get: 'apt-get install postgresql (server binaries; or set PG_BIN, or PETSTORE_TEST_PG_URL to a server of your own)'
+  },
+  'redis-server': { present: () => onPath('redis-server'), get: 'apt-get install redis-server' },
+  chromium: { present: () => onPath('chromium'), get: 'apt-get install chromium (Debian\'s; never `npx playwright install`)' },
+  strace: { present: () => onPath('strace'), get: 'apt-get install strace' }
+}
+
+function requirements (file) {
+  const head = readFileSync(file, 'utf8').slice(0, 4000)
+  const m = /^\/\/ requires: (.+)$/m.exec(head)
+  const names = m === null ? [] : m[1].split(',').map(s => s.trim()).filter(Boolean)
+  for (const n of names) if (!(n in COMPONENTS)) throw new Error(`${file}: unknown requirement "${n}" (known: ${Object.keys(COMPONENTS).join(', ')})`)
+  return names
+}
+
 const filters = process.argv.slice(2)
-const files = walk('test').sort().filter(f => filters.length === 0 || filters.some(x => f.includes(x)))
-if (files.length === 0) {
+const selected = walk('test').sort().filter(f => filters.length === 0 || filters.some(x => f.includes(x)))
+if (selected.length === 0) {
   console.error('no test files matched')
   process.exit(1)
 }
 
+const missing = Object.keys(COMPONENTS).filter(name => !COMPONENTS[name].present())
+const ci = process.env.CI === 'true' || process.env.CI === '1'
+if (missing.length > 0 && ci) {
+  console.error('CI=true and the test suite cannot start these components (a missing component is a failure, never a skip):')
+  for (const name of missing) console.error(`  - ${name}: ${COMPONENTS[name].get}`)
+  process.exit(1)
+}
+const notRun = new Map(missing.map(name => [name, []]))
+const files = selected.filter(f => {
+  const lacking = requirements(f).filter(n => missing.includes(n))
+  for (const n of lacking) notRun.get(n).push(f)
+  return lacking.length === 0
+})
+
+const env = { ...process.env, PETSTORE_TEST_MISSING: missing.join(',') }
+const scratch = mkdtempSync(join(tmpdir(), 'petstore-run-'))
+env.PETSTORE_TEST_SIGNAL_LOG = join(scratch, 'signals.log')
+
 let cluster
-const env = { ...process.env }
-if (env.PETSTORE_TEST_PG_URL === undefined) {
+if (env.PETSTORE_TEST_PG_URL === undefined && !missing.includes('postgresql')) {
   cluster = await startCluster()
   env.PETSTORE_TEST_PG_URL = cluster.url
 }
 
-const concurrency = process.env.TEST_CONCURRENCY ?? '2'
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', env })
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig))
-const code = await new Promise(resolve => child.once('exit', (c, s) => resolve(c ?? (s === null ? 1 : 128))))
+let code = 0
+if (files.length > 0) {
+  const concurrency = process.env.TEST_CONCURRENCY ?? '2'
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', env })
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig))
+  code = await new Promise(resolve => child.once('exit', (c, s) => resolve(c ?? (s === null ? 1 : 128))))
+}
 if (cluster !== undefined) await cluster.destroy()
+
+let signals = ''
+try { signals = readFileSync(env.PETSTORE_TEST_SIGNAL_LOG, 'utf8') } catch {}
+rmSync(scratch, { recursive: true, force: true })
+if (signals !== '') {
+  console.error('\nFAILED: processes of ours ended by a signal no test sent (a crash):')
+  for (const line of signals.trim().split('\n')) console.error(`  - ${line}`)
+  code = code === 0 ? 1 : code
+}
+
+if (missing.length > 0) {
+  const bar = '!'.repeat(78)
+  console.error(`\n${bar}\nNOT EVERYTHING RAN: missing on this machine (CI=true would fail here):`)
+  for (const name of missing) {
+    console.error(`\n  ${name} — get it with: ${COMPONENTS[name].get}`)
+    if (name === 'postgresql') console.error('    the store-looped suites ran on SQLite only (their PostgreSQL half did not run)')
+    const list = notRun.get(name)
+    if (list.length > 0) console.error(`    these files did not run:\n${list.map(f => `      ${f}`).join('\n')}`)
+  }
+  console.error(`${bar}\n`)
+}
+console.error(`test run on Node ${process.versions.node} (${process.execPath})`)
 process.exit(code)

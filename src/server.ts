@@ -1,3 +1,5 @@
+// First: refuses an unsupported Node before better-sqlite3 is loaded.
+import './node-version.js'
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import closeWithGrace from 'close-with-grace'

@@ -3,6 +3,8 @@
  * The `petstore` command: a thin dispatcher, one file per command under commands/.
  * Results go to stdout, everything else to stderr; usage errors exit 2, failures exit 1.
  */
+// First: refuses an unsupported Node before better-sqlite3 is loaded.
+import '../node-version.js'
 import { Command, CommanderError } from 'commander'
 import { registerKeysCommands } from './commands/keys.js'
 import { registerMigrateCommand } from './commands/migrate.js'

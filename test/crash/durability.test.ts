@@ -1,3 +1,4 @@
+// requires: strace
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -1,3 +1,4 @@
+// requires: chromium
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'

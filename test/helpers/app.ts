@@ -36,8 +36,14 @@ import { openStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
 import { checkResponse } from './conformance.js'
 
-export const STORES = ['sqlite', 'postgres'] as const
-export type StoreKind = typeof STORES[number]
+export type StoreKind = 'sqlite' | 'postgres'
+/**
+ * The stores every store-facing suite runs on. PostgreSQL drops out only where scripts/run-tests.mjs
+ * found no PostgreSQL on a developer machine (never under CI=true) and says so at the end of the run.
+ */
+export const STORES: readonly StoreKind[] = (process.env.PETSTORE_TEST_MISSING ?? '').split(',').includes('postgresql')
+  ? ['sqlite']
+  : ['sqlite', 'postgres']
 
 export interface TestApp {
   app: FastifyInstance

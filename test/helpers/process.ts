@@ -2,6 +2,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { TestContext } from 'node:test'
+import { recordSignal, watchExit } from './exit-watch.js'
 
 /** The repository root: the compiled entry points run from here, as `npm start` and `npx petstore` do. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -23,10 +24,12 @@ export interface CliResult { code: number | null, stdout: string, stderr: string
 export function runCli (args: string[], env: Record<string, string>): Promise<CliResult> {
   assertBuilt()
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: childEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: childEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null
       resolve({ code, stdout, stderr })
     })
+    // execFile's own timeout sends SIGTERM: a CLI run still going after 30 s counts as a crash too.
+    child.once('exit', (_code, signal) => { if (signal !== null) recordSignal(`petstore ${args.join(' ')}`, child.pid, signal) })
   })
 }
 
@@ -43,6 +46,7 @@ export interface RunningServer {
 function spawnWithOutput (args: string[], env: Record<string, string>) {
   assertBuilt()
   const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  watchExit(child, args.join(' '))
   let out = ''
   let err = ''
   child.stdout.setEncoding('utf8').on('data', (s: string) => { out += s })

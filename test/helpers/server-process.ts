@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
+import { watchExit } from './exit-watch.js'
 
 /** The compiled entry (`npm test` builds it first). */
 export const SERVER_JS = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
@@ -37,6 +38,8 @@ export async function startServerProcess (dbPath: string, opts: { env?: Record<s
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbPath}`, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
+  // Wrapped (strace), the signal seen is the wrapper's: it reports the server's own ending.
+  watchExit(proc, argv.join(' '))
   let out = ''
   // Keep the tail only: a long run logs a line per request.
   const keep = (d: string) => { out = (out + d).slice(-200_000) }

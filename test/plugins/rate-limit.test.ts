@@ -1,3 +1,4 @@
+// requires: redis-server
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'

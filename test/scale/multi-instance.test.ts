@@ -1,3 +1,4 @@
+// requires: postgresql
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { createTestDatabase } from '../helpers/app.js'

@@ -1,3 +1,4 @@
+// requires: postgresql
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import type { FastifyInstance } from 'fastify'

@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
+import { watchExit } from '../helpers/exit-watch.js'
 
 interface Answer { status: number, body: string }
 
@@ -51,6 +52,7 @@ describe('graceful shutdown of the compiled server', () => {
       },
       stdio: ['ignore', 'pipe', 'pipe']
     })
+    watchExit(child, 'dist/server.js')
     let stderr = ''
     child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
     const exited = new Promise<number | null>(resolve => child.once('exit', (code) => resolve(code)))

@@ -1,3 +1,4 @@
+// requires: postgresql
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
 import { describe, it } from 'node:test'
