@@ -5,7 +5,7 @@ const self = new Map()
 const dt = new Map()
 for (let i = 0; i < prof.samples.length; i++) dt.set(prof.samples[i], (dt.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0))
 let total = 0
-for (const [id, t] of dt) total += t
+for (const [, t] of dt) total += t
 const parent = new Map()
 for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
 const key = n => `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.replace(/.*node_modules\//, 'nm:').replace(/.*wt-perf\//, '')}:${n.callFrame.lineNumber}`

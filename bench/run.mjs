@@ -39,7 +39,6 @@ const PG_DURATION = Number(process.env.BENCH_PG_DURATION ?? Math.max(1, Math.rou
 const CONNECTIONS = 64
 const BIG = Number(process.env.BENCH_BIG_STORE ?? 1_000_000)
 const SMALL = 1000
-const STATUSES = ['available', 'pending', 'sold']
 const KEY = 'psk_' + 'b'.repeat(43)
 const AUTH = { authorization: `Bearer ${KEY}` }
 const POST_BODY = JSON.stringify({ name: 'Rex', categoryId: 42, status: 'pending' })
@@ -78,7 +77,7 @@ async function freePort () {
   return await new Promise((resolve, reject) => {
     const s = createServer()
     s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)) })
+    s.listen(0, '127.0.0.1', () => { const { port } = /** @type {import('node:net').AddressInfo} */ (s.address()); s.close(() => resolve(port)) })
   })
 }
 
@@ -205,10 +204,17 @@ function percentile (sorted, p) {
 }
 
 /**
+ * @typedef {{ path: string, method?: string, headers?: Record<string, string>, body?: string, connections?: number, duration?: number, rate?: number }} LoadSpec
+ */
+
+/**
  * One autocannon run. Latencies are taken from every response (float ms, not autocannon's
  * whole-millisecond histogram); errors = transport errors + timeouts + non-2xx answers.
+ * @param {any} server
+ * @param {LoadSpec} spec
  */
-function load (server, { path, method = 'GET', headers = AUTH, body, connections = CONNECTIONS, duration = DURATION, rate }) {
+function load (server, spec) {
+  const { path, method = 'GET', headers = AUTH, body, connections = CONNECTIONS, duration = DURATION, rate } = spec
   const latencies = []
   const before = cpuTicks(server.child.pid)
   const inst = autocannon({

@@ -11,7 +11,11 @@ const maxSeconds = Number(process.env.CRASH_MAX_SECONDS ?? 300)
 const started = Date.now()
 try {
   const stats = await runCrashRounds({
-    dbPath: join(dir, 'crash.db'), rounds, writers: 16, killAfterMs: [100, 1500], maxMs: maxSeconds * 1000,
+    dbPath: join(dir, 'crash.db'),
+    rounds,
+    writers: 16,
+    killAfterMs: [100, 1500],
+    maxMs: maxSeconds * 1000,
     log: (line) => process.stderr.write(`${line}\n`)
   })
   const secs = ((Date.now() - started) / 1000).toFixed(0)

@@ -70,6 +70,7 @@ const files = selected.filter(f => {
   return lacking.length === 0
 })
 
+/** @type {NodeJS.ProcessEnv} */
 const env = { ...process.env, PETSTORE_TEST_MISSING: missing.join(',') }
 const scratch = mkdtempSync(join(tmpdir(), 'petstore-run-'))
 env.PETSTORE_TEST_SIGNAL_LOG = join(scratch, 'signals.log')
@@ -84,7 +85,7 @@ let code = 0
 if (files.length > 0) {
   const concurrency = process.env.TEST_CONCURRENCY ?? '2'
   const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', env })
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig))
+  for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(sig, () => child.kill(sig))
   code = await new Promise(resolve => child.once('exit', (c, s) => resolve(c ?? (s === null ? 1 : 128))))
 }
 if (cluster !== undefined) await cluster.destroy()

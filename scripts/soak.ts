@@ -10,8 +10,13 @@ const seconds = Number(process.env.SOAK_SECONDS ?? 180)
 const dir = mkdtempSync(join(tmpdir(), 'petstore-soak-'))
 try {
   const r = await runSoak({
-    dbPath: join(dir, 'soak.db'), seconds, probeSeconds: 10, fraction: Number(process.env.SOAK_FRACTION ?? 0.5),
-    writeShare: 0.2, windowSeconds: Number(process.env.SOAK_WINDOW_SECONDS ?? Math.min(60, seconds / 3)), log: (l) => process.stderr.write(`${l}\n`)
+    dbPath: join(dir, 'soak.db'),
+    seconds,
+    probeSeconds: 10,
+    fraction: Number(process.env.SOAK_FRACTION ?? 0.5),
+    writeShare: 0.2,
+    windowSeconds: Number(process.env.SOAK_WINDOW_SECONDS ?? Math.min(60, seconds / 3)),
+    log: (l) => process.stderr.write(`${l}\n`)
   })
   console.log(formatSoak(r, seconds))
   const failures = [

@@ -53,9 +53,17 @@ describe('loadConfig', () => {
 describe('operations settings', () => {
   it('reads the limits, Redis, metrics, CORS, proxy and idempotency settings', () => {
     const c = loadConfig({
-      RATE_LIMIT_MAX: '10', RATE_LIMIT_ANON_MAX: '3', RATE_LIMIT_WINDOW_MS: '2000', REDIS_URL: 'redis://127.0.0.1:6390/1',
-      METRICS_PORT: '9999', METRICS_HOST: '0.0.0.0', CORS_ORIGINS: 'https://a.example, http://localhost:3000',
-      TRUST_PROXY: '10.0.0.0/8,loopback', EVENT_LOOP_MAX_DELAY_MS: '250', IDEMPOTENCY_TTL_HOURS: '48', HEADERS_TIMEOUT_MS: '5000'
+      RATE_LIMIT_MAX: '10',
+      RATE_LIMIT_ANON_MAX: '3',
+      RATE_LIMIT_WINDOW_MS: '2000',
+      REDIS_URL: 'redis://127.0.0.1:6390/1',
+      METRICS_PORT: '9999',
+      METRICS_HOST: '0.0.0.0',
+      CORS_ORIGINS: 'https://a.example, http://localhost:3000',
+      TRUST_PROXY: '10.0.0.0/8,loopback',
+      EVENT_LOOP_MAX_DELAY_MS: '250',
+      IDEMPOTENCY_TTL_HOURS: '48',
+      HEADERS_TIMEOUT_MS: '5000'
     }, '/x')
     assert.deepEqual(c.rateLimit, { max: 10, anonMax: 3, windowMs: 2000 })
     assert.equal(c.redisUrl, 'redis://127.0.0.1:6390/1')

@@ -65,9 +65,20 @@ export function jsonResponse (description: string, schema: TSchema, headers: Hea
 }
 
 const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad request', 401: 'Unauthorized', 404: 'Not found', 405: 'Method not allowed', 409: 'Conflict', 410: 'Gone',
-  413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable content', 429: 'Too many requests', 431: 'Request headers too large',
-  500: 'Internal error', 501: 'Not implemented', 503: 'Service unavailable'
+  400: 'Bad request',
+  401: 'Unauthorized',
+  404: 'Not found',
+  405: 'Method not allowed',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  422: 'Unprocessable content',
+  429: 'Too many requests',
+  431: 'Request headers too large',
+  500: 'Internal error',
+  501: 'Not implemented',
+  503: 'Service unavailable'
 }
 
 /** Headers an error of this status always carries, wherever it comes from. */

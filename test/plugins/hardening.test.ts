@@ -32,7 +32,8 @@ describe('CORS', () => {
   it('allows the CORS_ORIGINS and exposes the headers clients need', async (t) => {
     const ta = await buildTestApp(t, { env: { CORS_ORIGINS: 'https://app.example.com' } })
     const pre = await ta.app.inject({
-      method: 'OPTIONS', url: '/v1/pets',
+      method: 'OPTIONS',
+      url: '/v1/pets',
       headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' }
     })
     assert.equal(pre.statusCode, 204)

@@ -27,7 +27,9 @@ for (const store of STORES) {
       assert.equal(first.headers['idempotent-replayed'], undefined)
       // Same request: other key order, spacing and the default written out.
       const again = await ta.app.inject({
-        method: 'POST', url: '/v1/pets', headers: { ...ta.auth, 'content-type': 'application/json', 'idempotency-key': '"order-1"' },
+        method: 'POST',
+        url: '/v1/pets',
+        headers: { ...ta.auth, 'content-type': 'application/json', 'idempotency-key': '"order-1"' },
         payload: '{ "status": "available", "categoryId": 7, "name": "Rex" }'
       })
       assert.equal(again.statusCode, 201)
