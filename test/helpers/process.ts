@@ -61,7 +61,9 @@ function spawnWithOutput (args: string[], env: Record<string, string>) {
  * port and resolves once it listens. The test owns it: it is killed when the test ends.
  */
 export async function startServer (t: TestContext, env: Record<string, string>, entry: string[] = [SERVER]): Promise<RunningServer> {
-  const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', ...env })
+  // Overload shedding is off unless a test asks for it, as in buildTestApp: a loaded test machine must
+  // not turn the requests of tests about something else into 503s.
+  const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', ...env })
   t.after(async () => {
     if (p.child.exitCode === null && p.child.signalCode === null) {
       p.child.kill('SIGKILL')
