@@ -53,23 +53,29 @@ export interface PoolStats {
 
 /**
  * Everything the service needs from a database. Routes and services see only this interface; each
- * store (SQLite, PostgreSQL) holds all its SQL behind it. Any failure to reach or write the database
- * surfaces as StoreUnavailableError.
+ * store (SQLite, PostgreSQL) holds only its SQL and its connection handling behind it, and shares
+ * the rest (rows.ts: row types and mappers; creates.ts: group commit and the idempotent create).
+ * Pets are immutable: nothing here updates or deletes one. Any failure to reach or write the
+ * database surfaces as StoreUnavailableError.
  */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres'
 
-  /** Durably stores a pet; resolves only once the pet is committed (group-committed with its peers). */
+  /**
+   * Durably stores a pet; resolves only once the pet is committed (group-committed with its peers).
+   * Ids are assigned in increasing order and become visible in that order on every instance: a
+   * reader that sees id N sees every pet with a smaller id (SQLite: the one writer at a time;
+   * PostgreSQL: the pet insert lock, held until the commit is visible).
+   */
   createPet (pet: NewPet): Promise<Pet>
   /**
-   * createPet with an Idempotency-Key: looks the key up and, when no live record exists, inserts the
-   * pet and the record in the SAME transaction (so a crash keeps both or neither, and every instance
-   * sees it). Concurrent calls with one key, on any instances, create at most one pet: a later one
-   * sees the committed record (replayed/mismatch). Durable like createPet when it resolves.
-   * SQLite: a lookup then two INSERTs in the writer's IMMEDIATE transaction (see sqlite/writes.ts).
-   * A server database would claim the key first in the transaction, INSERT … ON CONFLICT (api_key_id, key)
-   * DO NOTHING (a concurrent claim waits for the other transaction, then sees its row and reads it),
-   * then insert the pet and record its id, all before COMMIT.
+   * createPet with an Idempotency-Key (creates.ts has the decision, once for both stores): inside
+   * the transaction that inserts pets, and under the lock that admits one such transaction at a
+   * time across all instances (SQLite: BEGIN IMMEDIATE; PostgreSQL: the pet insert advisory lock),
+   * the key's record is looked up; a live record answers (replayed or mismatch) and writes nothing;
+   * otherwise the pet and the record are inserted together (a crash keeps both or neither). So
+   * concurrent calls with one key, on any instances, create at most one pet. Durable like createPet
+   * when it resolves.
    */
   createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult>
   /** Deletes idempotency records created before `before` (housekeeping); returns how many. */

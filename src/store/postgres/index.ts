@@ -1,30 +1,10 @@
 import type pg from 'pg'
-import type { NewPet, Pet, PetStatus } from '../../schemas/pets.js'
-import { DEFAULT_PET_STATUS } from '../../schemas/pets.js'
-import { GroupCommit } from '../group-commit.js'
+import type { NewPet, Pet } from '../../schemas/pets.js'
+import { type CreateItem, type CreateOutcome, PetCreates, runCreateBatchAsync } from '../creates.js'
+import { type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, statusOf, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
 import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PoolStats, Store } from '../store.js'
 import { createMigrationClient, createPool, guard, type PgConnectionOptions } from './connection.js'
 import { migratePostgres } from './migrations.js'
-
-interface PetRow { id: bigint, name: Buffer, category_id: bigint, status: PetStatus }
-interface IdemRow extends PetRow { fingerprint: string, created_at: Date }
-/** A create waiting for its batch: the pet, and its Idempotency-Key when the client sent one. */
-interface CreateItem { pet: NewPet, idem?: IdempotencyKey }
-/** Per item: the new pet's id; the earlier pet when the key replays; null when the key was used with another body. */
-type CreateOutcome = bigint | Pet | null
-
-interface KeyRow { id: bigint, name: string, created_at: Date, last_used_at: Date | null, revoked_at: Date | null }
-
-const toPet = (r: PetRow): Pet => ({ id: r.id, name: r.name.toString('utf8'), categoryId: r.category_id, status: r.status })
-const toApiKey = (r: KeyRow): ApiKeyRecord => ({
-  id: Number(r.id),
-  name: r.name,
-  createdAt: r.created_at,
-  lastUsedAt: r.last_used_at,
-  revokedAt: r.revoked_at
-})
-
-const INT64_MIN = '-9223372036854775808'
 
 /**
  * Transaction-level advisory lock every pet insert takes before drawing ids. Sequence values are
@@ -55,11 +35,11 @@ export interface PostgresStoreOptions extends PgConnectionOptions {}
 /** The shared store: many stateless instances over one PostgreSQL, through a connection pool. */
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const
-  private readonly creates: GroupCommit<CreateItem, CreateOutcome>
+  private readonly creates: PetCreates
   private closed = false
 
   private constructor (private readonly pool: pg.Pool) {
-    this.creates = new GroupCommit<CreateItem, CreateOutcome>(async (items) =>
+    this.creates = new PetCreates(async (items) =>
       items.every(i => i.idem === undefined)
         ? await this.insertPets(items.map(i => i.pet))
         : await this.insertPetsIdempotent(items))
@@ -96,7 +76,7 @@ export class PostgresStore implements Store {
       values: [
         pets.map(p => Buffer.from(p.name, 'utf8')),
         pets.map(p => p.categoryId.toString()),
-        pets.map(p => p.status ?? DEFAULT_PET_STATUS),
+        pets.map(statusOf),
         PET_INSERT_LOCK_KEY.toString()
       ]
     }))
@@ -105,9 +85,10 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * A batch holding Idempotency-Keys: one transaction under the same insert lock, item by item. The
-   * lock serializes every pet insert on every instance, so the lookup sees any record committed by
-   * an earlier holder: two instances racing with one key create one pet, and the later replays it.
+   * A batch holding Idempotency-Keys: one transaction under the same insert lock, item by item (see
+   * creates.ts). The lock serializes every pet insert on every instance, so the lookup sees any
+   * record committed by an earlier holder: two instances racing with one key create one pet, and
+   * the later replays it.
    */
   private async insertPetsIdempotent (items: CreateItem[]): Promise<CreateOutcome[]> {
     return await guard(async () => {
@@ -116,9 +97,8 @@ export class PostgresStore implements Store {
       try {
         await client.query('BEGIN')
         await client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
-        const out: CreateOutcome[] = []
-        for (const { pet, idem } of items) {
-          if (idem !== undefined) {
+        const out = await runCreateBatchAsync(items, {
+          findKey: async (idem) => {
             const found = await client.query<IdemRow>({
               name: 'find_idem',
               text: `SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
@@ -126,24 +106,19 @@ export class PostgresStore implements Store {
               values: [idem.apiKeyId, idem.key]
             })
             const row = found.rows[0]
-            if (row !== undefined && row.created_at.getTime() >= idem.expiredBefore.getTime()) {
-              out.push(row.fingerprint === idem.fingerprint ? toPet(row) : null)
-              continue
-            }
-            if (row !== undefined) await client.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2', [idem.apiKeyId, idem.key])
-          }
-          const inserted = await client.query<{ id: bigint }>({
+            return row === undefined ? undefined : toIdemRecord(row)
+          },
+          dropKey: async (idem) => { await client.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2', [idem.apiKeyId, idem.key]) },
+          insertPet: async (pet) => (await client.query<{ id: bigint }>({
             name: 'insert_pet',
             text: 'INSERT INTO pets (name, category_id, status) VALUES ($1, $2::int8, $3) RETURNING id',
-            values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), pet.status ?? DEFAULT_PET_STATUS]
-          })
-          const id = inserted.rows[0]!.id
-          if (idem !== undefined) {
+            values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), statusOf(pet)]
+          })).rows[0]!.id,
+          recordKey: async (idem, petId) => {
             await client.query('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at) VALUES ($1, $2, $3, $4::int8, $5)',
-              [idem.apiKeyId, idem.key, idem.fingerprint, id.toString(), idem.now])
+              [idem.apiKeyId, idem.key, idem.fingerprint, petId.toString(), idem.now])
           }
-          out.push(id)
-        }
+        })
         await client.query('COMMIT')
         return out
       } catch (err) {
@@ -158,15 +133,11 @@ export class PostgresStore implements Store {
   }
 
   async createPet (pet: NewPet): Promise<Pet> {
-    const id = await this.creates.submit({ pet }) as bigint
-    return { id, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? DEFAULT_PET_STATUS }
+    return await this.creates.create(pet)
   }
 
   async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
-    const out = await this.creates.submit({ pet, idem })
-    if (out === null) return { outcome: 'mismatch' }
-    if (typeof out === 'bigint') return { outcome: 'created', pet: { id: out, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? DEFAULT_PET_STATUS } }
-    return { outcome: 'replayed', pet: out }
+    return await this.creates.createIdempotent(pet, idem)
   }
 
   async purgeIdempotencyKeys (before: Date): Promise<number> {
@@ -188,8 +159,9 @@ export class PostgresStore implements Store {
     return row === undefined ? undefined : toPet(row)
   }
 
-  async listPets ({ afterId, limit, status }: ListPetsParams): Promise<Pet[]> {
-    const after = afterId === null ? INT64_MIN : afterId.toString()
+  async listPets (params: ListPetsParams): Promise<Pet[]> {
+    const { limit, status } = params
+    const after = pageAfter(params).toString()
     const res = await guard(() => this.pool.query<PetRow>(status === undefined
       ? { name: 'list_pets', text: 'SELECT id, name, category_id, status FROM pets WHERE id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit] }
       : { name: 'list_pets_status', text: 'SELECT id, name, category_id, status FROM pets WHERE status = $3 AND id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit, status] }))
@@ -204,13 +176,13 @@ export class PostgresStore implements Store {
   }
 
   async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
-    const res = await guard(() => this.pool.query<{ id: bigint, revoked: boolean }>({
+    const res = await guard(() => this.pool.query<KeyRefRow>({
       name: 'find_key',
-      text: 'SELECT id, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE key_hash = $1',
+      text: 'SELECT id, revoked_at FROM api_keys WHERE key_hash = $1',
       values: [hash]
     }))
     const row = res.rows[0]
-    return row === undefined ? undefined : { id: Number(row.id), revoked: row.revoked }
+    return row === undefined ? undefined : toKeyRef(row)
   }
 
   async listApiKeys (): Promise<ApiKeyRecord[]> {

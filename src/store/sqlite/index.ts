@@ -1,27 +1,15 @@
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../../errors.js'
-import type { NewPet, Pet, PetStatus } from '../../schemas/pets.js'
-import { GroupCommit } from '../group-commit.js'
+import type { NewPet, Pet } from '../../schemas/pets.js'
+import { type CreateOutcome, PetCreates } from '../creates.js'
+import { type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyRef, toPet } from '../rows.js'
 import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, Store } from '../store.js'
 import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
-import { type CreateItem, type CreateOutcome, prepareWrites } from './writes.js'
+import { prepareWrites } from './writes.js'
 
-interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
-interface KeyRow { id: bigint, name: string, created_at: string, last_used_at: string | null, revoked_at: string | null }
-
-const toPet = (r: PetRow): Pet => ({ id: r.id, name: r.name, categoryId: r.category_id, status: r.status })
-const toApiKey = (r: KeyRow): ApiKeyRecord => ({
-  id: Number(r.id),
-  name: r.name,
-  createdAt: new Date(r.created_at),
-  lastUsedAt: r.last_used_at === null ? null : new Date(r.last_used_at),
-  revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at)
-})
-
-const MIN_ID = -(2n ** 63n)
 /** Bounds the page cache: at most this many pages (each at most 101 pets) are kept, oldest out first. */
 const MAX_CACHED_PAGES = 2048
 const MAX_CACHED_PETS = 10000
@@ -107,7 +95,7 @@ export interface SqliteStoreOptions {
 /** The embedded store: reads on the event loop (microseconds), writes group-committed on a writer thread. */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
-  private readonly creates: GroupCommit<CreateItem, CreateOutcome>
+  private readonly creates: PetCreates
   private readonly stmts
   /**
    * Pages that came back full, by status filter, afterId and limit. A full page can never change:
@@ -126,7 +114,7 @@ export class SqliteStore implements Store {
     private readonly writer: WorkerWriter | undefined
   ) {
     const inline = writer === undefined ? prepareWrites(db) : undefined
-    this.creates = new GroupCommit<CreateItem, CreateOutcome>(async (items) =>
+    this.creates = new PetCreates(async (items) =>
       writer !== undefined
         ? await writer.run<CreateOutcome[]>({ op: 'createPets', items })
         : guard(() => inline!.createPets(items)))
@@ -187,18 +175,11 @@ export class SqliteStore implements Store {
   }
 
   async createPet (pet: NewPet): Promise<Pet> {
-    const id = await this.creates.submit({ pet }) as bigint
-    return { id, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? 'available' }
+    return await this.creates.create(pet)
   }
 
   async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
-    const out = await this.creates.submit({
-      pet,
-      idem: { apiKeyId: idem.apiKeyId, key: idem.key, fingerprint: idem.fingerprint, nowMs: idem.now.getTime(), expiredBeforeMs: idem.expiredBefore.getTime() }
-    })
-    if (out === null) return { outcome: 'mismatch' }
-    if (typeof out === 'bigint') return { outcome: 'created', pet: { id: out, name: pet.name, categoryId: pet.categoryId, status: pet.status ?? 'available' } }
-    return { outcome: 'replayed', pet: out }
+    return await this.creates.createIdempotent(pet, idem)
   }
 
   async purgeIdempotencyKeys (before: Date): Promise<number> {
@@ -217,7 +198,7 @@ export class SqliteStore implements Store {
   }
 
   async listPets ({ afterId, limit, status }: ListPetsParams): Promise<Pet[]> {
-    const after = afterId ?? MIN_ID
+    const after = pageAfter({ afterId, limit, status })
     const key = `${status ?? ''}:${after}:${limit}`
     const cached = this.fullPages.get(key)
     if (cached !== undefined) return cached.slice()
@@ -238,8 +219,8 @@ export class SqliteStore implements Store {
   }
 
   async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
-    const row = guard(() => this.stmts.keyByHash.get(hash) as { id: bigint, revoked_at: string | null } | undefined)
-    return row === undefined ? undefined : { id: Number(row.id), revoked: row.revoked_at !== null }
+    const row = guard(() => this.stmts.keyByHash.get(hash) as KeyRefRow | undefined)
+    return row === undefined ? undefined : toKeyRef(row)
   }
 
   async listApiKeys (): Promise<ApiKeyRecord[]> {

@@ -3,8 +3,9 @@
  * the event loop that answers reads. The main thread sends one batch at a time (see GroupCommit).
  */
 import { parentPort, workerData } from 'node:worker_threads'
+import type { CreateItem } from '../creates.js'
 import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
-import { type CreateItem, prepareWrites } from './writes.js'
+import { prepareWrites } from './writes.js'
 
 export type WriterOp =
   | { op: 'createPets', items: CreateItem[] }

@@ -1,0 +1,52 @@
+/*
+ * The rows both stores read, and their mapping to the service's objects, written once. The
+ * dialects differ only in how a column arrives: SQLite (better-sqlite3, safe integers) gives text
+ * as string, dates as ISO strings or epoch milliseconds (bigint); PostgreSQL (pg) gives the pet name
+ * as bytea (a Buffer, because text cannot hold U+0000) and timestamptz as Date. Both give int64 as
+ * bigint.
+ */
+import { INT64_MIN } from '../schemas/common.js'
+import { DEFAULT_PET_STATUS, type NewPet, type Pet, type PetStatus } from '../schemas/pets.js'
+import type { ApiKeyRecord, ListPetsParams } from './store.js'
+
+/** The pet columns every pet query selects: `id, name, category_id, status`. */
+export interface PetRow { id: bigint, name: string | Buffer, category_id: bigint, status: PetStatus }
+/** An Idempotency-Key record joined with the pet it created. */
+export interface IdemRow extends PetRow { fingerprint: string, created_at: bigint | Date }
+export interface KeyRow { id: bigint, name: string, created_at: string | Date, last_used_at: string | Date | null, revoked_at: string | Date | null }
+/** `id, revoked_at` of the key a bearer token hashes to. */
+export interface KeyRefRow { id: bigint, revoked_at: string | Date | null }
+
+/** An Idempotency-Key record as found: what was sent, when, and the pet it created. */
+export interface IdemRecord { fingerprint: string, createdAt: Date, pet: Pet }
+
+const toDate = (v: string | Date | bigint): Date => (v instanceof Date ? v : new Date(typeof v === 'bigint' ? Number(v) : v))
+const toDateOrNull = (v: string | Date | null): Date | null => (v === null ? null : toDate(v))
+
+export const toPet = (r: PetRow): Pet => ({
+  id: r.id,
+  name: typeof r.name === 'string' ? r.name : r.name.toString('utf8'),
+  categoryId: r.category_id,
+  status: r.status
+})
+
+export const toIdemRecord = (r: IdemRow): IdemRecord => ({ fingerprint: r.fingerprint, createdAt: toDate(r.created_at), pet: toPet(r) })
+
+export const toApiKey = (r: KeyRow): ApiKeyRecord => ({
+  id: Number(r.id),
+  name: r.name,
+  createdAt: toDate(r.created_at),
+  lastUsedAt: toDateOrNull(r.last_used_at),
+  revokedAt: toDateOrNull(r.revoked_at)
+})
+
+export const toKeyRef = (r: KeyRefRow): { id: number, revoked: boolean } => ({ id: Number(r.id), revoked: r.revoked_at !== null })
+
+/** The status a new pet is stored with. */
+export const statusOf = (pet: NewPet): PetStatus => pet.status ?? DEFAULT_PET_STATUS
+
+/** The pet a create stored: its assigned id and the body, the status default applied. */
+export const storedPet = (id: bigint, pet: NewPet): Pet => ({ id, name: pet.name, categoryId: pet.categoryId, status: statusOf(pet) })
+
+/** The keyset lower bound of a page: ids are int64, so the first page starts after the smallest. */
+export const pageAfter = (params: ListPetsParams): bigint => params.afterId ?? INT64_MIN
