@@ -1,0 +1,214 @@
+import { parse as parseJson, stringify as stringifyJson } from 'lossless-json'
+import { PetstoreConnectionError, PetstoreError, PetstoreTimeoutError, type ErrorCode } from './errors.js'
+import { parseLinkHeader } from './links.js'
+import { parseRetryAfter, retryDelay, retryPolicy, sleep, type RetryPolicy } from './retry.js'
+import type { CallOptions, ClientOptions, CreatePetOptions, DeprecationNotice, ListPetsParams, NewPet, Pet, PetsPage, PetStatus } from './types.js'
+
+/** What the server accepts as Idempotency-Key: printable ASCII without spaces or double quotes. */
+const IDEMPOTENCY_KEY = /^[\x21\x23-\x7e]{1,255}$/
+
+interface Outgoing {
+  method: 'GET' | 'POST'
+  url: string
+  body?: string
+  headers?: Record<string, string>
+  /** Safe to send twice: GETs, and POSTs with an Idempotency-Key. */
+  repeatable: boolean
+}
+
+function defaultDeprecationWarning (n: DeprecationNotice): void {
+  const text = `Petstore ${n.operationId} is deprecated${n.sunset === undefined ? '' : ` and stops working on ${n.sunset.toUTCString()}`}${n.successor === undefined ? '' : `; use ${n.successor}`}`
+  const proc = (globalThis as { process?: { emitWarning?: (w: string, o: { type: string, code: string }) => void } }).process
+  if (proc?.emitWarning !== undefined) proc.emitWarning(text, { type: 'DeprecationWarning', code: 'PETSTORE_DEPRECATED' })
+  else console.warn(text)
+}
+
+/** Integers become BigInt (exact); other numbers stay numbers. */
+function parseNumber (text: string): number | bigint {
+  return /^-?\d+$/.test(text) ? BigInt(text) : Number(text)
+}
+
+function toBigInt (value: unknown, field: string): bigint {
+  if (typeof value === 'bigint') return value
+  throw new PetstoreError({ code: 'unexpected_response', message: `field ${field} is not an integer`, status: 0 })
+}
+
+function toPet (raw: unknown): Pet {
+  const r = raw as Record<string, unknown>
+  return { id: toBigInt(r.id, 'id'), name: String(r.name), categoryId: toBigInt(r.categoryId, 'categoryId'), status: r.status as PetStatus }
+}
+
+function checkTimeout (timeoutMs: number | undefined, where: string): void {
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new RangeError(`${where}: must be a number of ms > 0`)
+}
+
+export class PetstoreClient {
+  private readonly baseUrl: string
+  private readonly apiKey: string
+  private readonly fetch: typeof fetch
+  private readonly onDeprecation: (n: DeprecationNotice) => void
+  private readonly timeoutMs: number | undefined
+  private readonly retry: RetryPolicy
+  private readonly warned = new Set<string>()
+
+  constructor (options: ClientOptions) {
+    checkTimeout(options.timeoutMs, 'timeoutMs')
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '')
+    this.apiKey = options.apiKey
+    this.fetch = options.fetch ?? globalThis.fetch
+    this.onDeprecation = options.onDeprecation ?? defaultDeprecationWarning
+    this.timeoutMs = options.timeoutMs
+    this.retry = retryPolicy(options.retry)
+  }
+
+  /** listPets: one page of animals in ascending id order. */
+  async listPets (params: ListPetsParams = {}, options: CallOptions = {}): Promise<PetsPage> {
+    const query = new URLSearchParams()
+    if (params.limit !== undefined) query.set('limit', String(params.limit))
+    if (params.status !== undefined) query.set('status', params.status)
+    if (params.cursor !== undefined) query.set('cursor', params.cursor)
+    const qs = query.toString()
+    return await this.page(`${this.baseUrl}/pets${qs === '' ? '' : `?${qs}`}`, options)
+  }
+
+  /**
+   * createPet: stores the animal; resolves to it with its assigned id. With `idempotencyKey`, a
+   * repeat of the same call answers the animal created the first time (and may be retried on 429/503).
+   */
+  async createPet (pet: NewPet, options: CreatePetOptions = {}): Promise<Pet> {
+    if (typeof pet.categoryId === 'number' && !Number.isSafeInteger(pet.categoryId)) {
+      throw new RangeError('categoryId: pass a bigint for integers beyond 2^53 (a number here has already lost digits)')
+    }
+    const key = options.idempotencyKey
+    if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+      throw new RangeError('idempotencyKey: 1 to 255 printable ASCII characters without spaces or double quotes (a UUID fits)')
+    }
+    const { body } = await this.call('createPet', {
+      method: 'POST',
+      url: `${this.baseUrl}/pets`,
+      body: stringifyJson(pet) as string,
+      headers: key === undefined ? {} : { 'idempotency-key': key },
+      repeatable: key !== undefined
+    }, options)
+    return toPet(body)
+  }
+
+  /**
+   * getPet: one animal by id.
+   * @deprecated The service removes it at its sunset (5 December 2030); use `listPets` / `pets()` with a status filter.
+   */
+  async getPet (id: bigint | number | string, options: CallOptions = {}): Promise<Pet> {
+    const { body } = await this.call('getPet', { method: 'GET', url: `${this.baseUrl}/pets/${encodeURIComponent(String(id))}`, repeatable: true }, options)
+    return toPet(body)
+  }
+
+  /**
+   * Every animal (optionally with one status), page after page, following Link rel="next" until the
+   * last page. A walk sees each animal exactly once, even while animals are being added. `signal`
+   * aborts the walk; `timeoutMs` applies to each page.
+   */
+  async * pets (params: { status?: PetStatus | undefined, pageSize?: number | undefined } & CallOptions = {}): AsyncGenerator<Pet, void, undefined> {
+    const options: CallOptions = { signal: params.signal, timeoutMs: params.timeoutMs }
+    let page = await this.listPets({ limit: params.pageSize, status: params.status }, options)
+    for (;;) {
+      yield * page.pets
+      if (page.next === undefined) return
+      page = await this.page(page.next, options)
+    }
+  }
+
+  private async page (url: string, options: CallOptions): Promise<PetsPage> {
+    const { res, body } = await this.call('listPets', { method: 'GET', url, repeatable: true }, options)
+    const next = parseLinkHeader(res.headers.get('link')).get('next')
+    const nextUrl = next === undefined ? undefined : new URL(next, this.baseUrl).href
+    return {
+      pets: (body as unknown[]).map(toPet),
+      next: nextUrl,
+      nextCursor: nextUrl === undefined ? undefined : new URL(nextUrl).searchParams.get('cursor') ?? undefined
+    }
+  }
+
+  /** Sends the request, again after a 429/503 when it is repeatable and the policy allows, until the deadline. */
+  private async call (operationId: string, req: Outgoing, options: CallOptions): Promise<{ res: Response, body: unknown }> {
+    checkTimeout(options.timeoutMs, 'timeoutMs')
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs
+    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
+    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
+    const signals = [options.signal, timeout].filter((s): s is AbortSignal => s !== undefined)
+    const signal = signals.length <= 1 ? signals[0] : AbortSignal.any(signals)
+    // Why the call stopped: the caller's abort (its reason, as fetch does), our deadline, or the network.
+    const failure = (err: unknown): unknown => {
+      if (options.signal?.aborted === true) return options.signal.reason
+      if (timeout?.aborted === true) return new PetstoreTimeoutError(req.url, timeoutMs!)
+      return new PetstoreConnectionError(req.url, err)
+    }
+    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json', ...req.headers }
+    if (req.body !== undefined) headers['content-type'] = 'application/json'
+    for (let attempt = 0; ; attempt++) {
+      let res: Response
+      let text: string
+      try {
+        signal?.throwIfAborted()
+        res = await this.fetch(req.url, { method: req.method, headers, ...(req.body !== undefined ? { body: req.body } : {}), ...(signal !== undefined ? { signal } : {}) })
+        text = await res.text()
+      } catch (err) {
+        throw failure(err)
+      }
+      this.noticeDeprecation(operationId, res)
+      const body = parseBody(text)
+      if (res.ok) {
+        if (body === undefined) throw new PetstoreError({ code: 'unexpected_response', message: `${operationId}: the answer is not JSON`, status: res.status }, res.headers.get('x-request-id') ?? undefined)
+        return { res, body }
+      }
+      const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'))
+      const error = toError(operationId, res, body, text, retryAfterMs)
+      const wait = req.repeatable ? retryDelay(this.retry, attempt, res.status, retryAfterMs) : undefined
+      // A wait that would outlast the deadline is not started: the answer says more than a timeout would.
+      if (wait === undefined || Date.now() + wait >= deadline) throw error
+      try {
+        await sleep(wait, signal)
+      } catch (err) {
+        throw failure(err)
+      }
+    }
+  }
+
+  private noticeDeprecation (operationId: string, res: Response): void {
+    const deprecation = res.headers.get('deprecation')
+    if (deprecation === null || this.warned.has(operationId)) return
+    this.warned.add(operationId)
+    const sunset = res.headers.get('sunset')
+    const successor = parseLinkHeader(res.headers.get('link')).get('successor-version')
+    this.onDeprecation({
+      operationId,
+      deprecation,
+      sunset: sunset === null ? undefined : new Date(sunset),
+      successor: successor === undefined ? undefined : new URL(successor, this.baseUrl).href
+    })
+  }
+}
+
+function parseBody (text: string): unknown {
+  try {
+    return parseJson(text, null, parseNumber)
+  } catch {
+    return undefined
+  }
+}
+
+function toError (operationId: string, res: Response, body: unknown, text: string, retryAfterMs: number | undefined): PetstoreError {
+  const e = body as Record<string, unknown> | undefined
+  const isError = typeof e === 'object' && e !== null && typeof e.code === 'string' && typeof e.message === 'string'
+  return new PetstoreError(
+    isError
+      ? { code: e.code as ErrorCode, message: e.message as string, status: Number(e.status) }
+      : { code: 'unexpected_response', message: `${operationId}: HTTP ${res.status} without an Error object: ${text.slice(0, 200)}`, status: res.status },
+    res.headers.get('x-request-id') ?? undefined,
+    retryAfterMs
+  )
+}
+
+/** A client for one base address and key. */
+export function createClient (options: ClientOptions): PetstoreClient {
+  return new PetstoreClient(options)
+}

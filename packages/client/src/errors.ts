@@ -1,0 +1,79 @@
+/** The error codes of the service's catalogue (`x-error-codes` in the document). */
+export const ERROR_CODES = [
+  'bad_request', 'validation_failed', 'invalid_parameter', 'invalid_json', 'unauthorized', 'not_found',
+  'method_not_allowed', 'request_timeout', 'idempotency_key_in_use', 'gone', 'payload_too_large',
+  'unsupported_media_type', 'idempotency_key_reused', 'rate_limited', 'header_too_large',
+  'internal_error', 'not_implemented', 'service_unavailable'
+] as const
+/** A catalogue code, or `unexpected_response` when the answer was not an Error object (e.g. from a proxy). */
+export type ErrorCode = typeof ERROR_CODES[number] | 'unexpected_response'
+
+/** The Error object every failed call answers. */
+export interface ErrorBody {
+  code: ErrorCode
+  message: string
+  status: number
+}
+
+/** A failed call: the service's Error object, its HTTP status and the request id to quote in a report. */
+export class PetstoreError extends Error {
+  override readonly name = 'PetstoreError'
+  readonly code: ErrorCode
+  readonly status: number
+  readonly body: ErrorBody
+  readonly requestId: string | undefined
+  /** From `Retry-After` (429, 503): how long the service asked to wait, in ms. */
+  readonly retryAfterMs: number | undefined
+
+  constructor (body: ErrorBody, requestId?: string, retryAfterMs?: number) {
+    super(`${body.status} ${body.code}: ${body.message}`)
+    this.code = body.code
+    this.status = body.status
+    this.body = body
+    this.requestId = requestId
+    this.retryAfterMs = retryAfterMs
+  }
+}
+
+/**
+ * The service could not be reached or the connection broke before a full answer (refused, reset, DNS,
+ * TLS). `cause` is the underlying error; for Node's fetch its `code` says which (e.g. `ECONNREFUSED`).
+ * The request may or may not have been processed when the connection broke after sending it.
+ */
+export class PetstoreConnectionError extends Error {
+  override readonly name = 'PetstoreConnectionError'
+  readonly code = 'connection_failed'
+  /** The URL that was being called. */
+  readonly url: string
+
+  constructor (url: string, cause: unknown) {
+    super(`could not reach ${new URL(url).origin}: ${describeCause(cause)}`, { cause })
+    this.url = url
+  }
+}
+
+/** The call's deadline (`timeoutMs`) passed before it settled; retries and their waits count. */
+export class PetstoreTimeoutError extends Error {
+  override readonly name = 'PetstoreTimeoutError'
+  readonly code = 'timeout'
+  readonly url: string
+  readonly timeoutMs: number
+
+  constructor (url: string, timeoutMs: number) {
+    super(`no answer from ${new URL(url).origin} within ${timeoutMs} ms`)
+    this.url = url
+    this.timeoutMs = timeoutMs
+  }
+}
+
+/** Node's fetch says only "fetch failed"; the reason is in its cause (and the cause's code). */
+function describeCause (cause: unknown): string {
+  let e: unknown = cause
+  while (e instanceof Error && e.message === 'fetch failed' && e.cause !== undefined) e = e.cause
+  if (e instanceof AggregateError && e.errors.length > 0) e = e.errors[0]
+  if (e instanceof Error) {
+    const code = (e as { code?: unknown }).code
+    return typeof code === 'string' && !e.message.includes(code) ? `${code} ${e.message}` : e.message
+  }
+  return String(e)
+}

@@ -1,0 +1,10 @@
+/** The links of a Link header (RFC 8288), by rel. */
+export function parseLinkHeader (header: string | null): Map<string, string> {
+  const links = new Map<string, string>()
+  if (header === null) return links
+  for (const m of header.matchAll(/<([^>]*)>((?:\s*;\s*[^;,]+)*)/g)) {
+    const rel = /;\s*rel\s*=\s*"?([^";,]+)"?/i.exec(m[2] ?? '')?.[1]
+    if (rel !== undefined) for (const r of rel.trim().split(/\s+/)) if (!links.has(r)) links.set(r.toLowerCase(), m[1]!)
+  }
+  return links
+}
