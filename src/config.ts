@@ -35,8 +35,8 @@ const EnvSchema = Type.Object({
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the /metrics listener.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' }),
-  PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: the first server of the OpenAPI document. Default: this server, http://HOST:PORT/v1.' })),
-  STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: the second server of the OpenAPI document. Default: this server, http://HOST:PORT/v1.' }))
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: a server of the OpenAPI document, after this server (relative /v1). Default: not listed.' })),
+  STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: a server of the OpenAPI document, after production. Default: not listed.' }))
 })
 type Env = Static<typeof EnvSchema>
 
@@ -69,9 +69,9 @@ export interface Config {
   metrics: { port: number, host: string } | undefined
   corsOrigins: string[]
   idempotencyTtlMs: number
-  /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers. */
-  publicBaseUrl: string
-  stagingBaseUrl: string
+  /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers; undefined when unset. */
+  publicBaseUrl: string | undefined
+  stagingBaseUrl: string | undefined
 }
 
 export class ConfigError extends Error {
@@ -154,11 +154,8 @@ function parseMetrics (port: string, host: string): Config['metrics'] {
   return { port: n, host }
 }
 
-function parseBaseUrl (name: string, value: string | undefined, host: string, port: number): string {
-  if (value === undefined || value === '') {
-    const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
-    return `http://${h}:${port}/v1`
-  }
+function parseBaseUrl (name: string, value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined
   let url: URL
   try {
     url = new URL(value)
@@ -206,8 +203,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     metrics: parseMetrics(e.METRICS_PORT, e.METRICS_HOST),
     corsOrigins: parseCorsOrigins(e.CORS_ORIGINS),
     idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000,
-    publicBaseUrl: parseBaseUrl('PUBLIC_BASE_URL', e.PUBLIC_BASE_URL, e.HOST, e.PORT),
-    stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL, e.HOST, e.PORT)
+    publicBaseUrl: parseBaseUrl('PUBLIC_BASE_URL', e.PUBLIC_BASE_URL),
+    stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL)
   })
 }
 

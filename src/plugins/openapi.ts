@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
+import { docsPageOptions } from '../docs/page.js'
 
 type Json = Record<string, unknown>
 
@@ -20,15 +21,16 @@ const INFO_DESCRIPTION = [
   'Integers marked int64 (`id`, `categoryId`) use the full 64-bit range: parse them without rounding (the typed client in packages/client gives them as BigInt).'
 ].join('\n')
 
-/** The base addresses as the document's servers, production first; one entry when both are the same. */
+/**
+ * The document's servers, named for readers: first this server by a relative URL (whatever host name
+ * the reader used, so the docs page's "Try it out" works behind any proxy or with HOST=0.0.0.0), then
+ * the configured production and staging addresses.
+ */
 function servers (config: Readonly<Config>): Array<{ url: string, description: string }> {
-  if (config.publicBaseUrl === config.stagingBaseUrl) {
-    return [{ url: config.publicBaseUrl, description: 'Production and staging (PUBLIC_BASE_URL, STAGING_BASE_URL)' }]
-  }
-  return [
-    { url: config.publicBaseUrl, description: 'Production (PUBLIC_BASE_URL)' },
-    { url: config.stagingBaseUrl, description: 'Staging (STAGING_BASE_URL)' }
-  ]
+  const list = [{ url: '/v1', description: 'This server (where this document was fetched from)' }]
+  if (config.publicBaseUrl !== undefined) list.push({ url: config.publicBaseUrl, description: 'Production' })
+  if (config.stagingBaseUrl !== undefined && config.stagingBaseUrl !== config.publicBaseUrl) list.push({ url: config.stagingBaseUrl, description: 'Staging' })
+  return list
 }
 
 /**
@@ -91,7 +93,7 @@ function shareHeaders (document: Json): Json {
 export async function installOpenApi (app: FastifyInstance, config: Readonly<Config>): Promise<void> {
   const list = servers(config)
   // Routes outside /v1 (health) are served from the origin of each base address.
-  const rootServers = list.map(s => ({ url: s.url.replace(/\/v1$/, ''), description: s.description }))
+  const rootServers = list.map(s => ({ url: s.url.replace(/\/v1$/, '') || '/', description: s.description }))
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -138,28 +140,5 @@ export async function installDocsRoutes (app: FastifyInstance, config: Readonly<
   app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) => {
     return reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true }))
   })
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    // No validator badge: it would send the document to a third-party service.
-    uiConfig: {
-      validatorUrl: null,
-      tryItOutEnabled: true,
-      displayOperationId: true,
-      persistAuthorization: false,
-      deepLinking: true
-    } as never,
-    staticCSP: true,
-    // The package's CSP, less what would break or leak here: upgrade-insecure-requests (plain-HTTP
-    // deployments), the third-party validator image, fonts and styles from any https origin. Calls
-    // ("Try it out") may go to this origin and to the configured base addresses.
-    transformStaticCSP: (header: string) => {
-      const origins = [...new Set([config.publicBaseUrl, config.stagingBaseUrl].map(u => new URL(u).origin))]
-      return header
-        .replace(/ ?upgrade-insecure-requests;/, '')
-        .replace(' validator.swagger.io', '')
-        .replace(/ https:/g, '')
-        .replace(/\s+/g, ' ')
-        .trim() + ` connect-src 'self' ${origins.join(' ')};`
-    }
-  })
+  await app.register(swaggerUi, docsPageOptions(config))
 }

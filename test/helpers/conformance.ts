@@ -52,7 +52,7 @@ class Conformance {
       for (const [method, op] of Object.entries(item)) {
         if (!['get', 'put', 'post', 'delete', 'patch', 'options', 'head'].includes(method)) continue
         const servers: Array<{ url: string }> = op.servers ?? item.servers ?? document.servers
-        const base = new URL(servers[0]!.url).pathname.replace(/\/$/, '')
+        const base = new URL(servers[0]!.url, 'http://server.invalid').pathname.replace(/\/$/, '')
         const regex = (base + template).replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')
         this.operations.push({ method: method.toUpperCase(), pattern: new RegExp(`^${regex}$`), template, op })
       }

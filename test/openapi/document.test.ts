@@ -78,20 +78,37 @@ describe('the OpenAPI document', () => {
     }
   })
 
-  it('lists the configured base addresses as servers, health checks at their origin', async (t) => {
+  it('lists this server (relative) first, then the configured base addresses named for readers; health checks at their origin', async (t) => {
     const ta = await buildTestApp(t, { env: { PUBLIC_BASE_URL: 'https://api.example.org/v1', STAGING_BASE_URL: 'https://staging.example.org/v1' } })
     const served = (await ta.app.inject({ url: '/openapi.json' })).json() as Json
-    assert.deepEqual(served.servers.map((s: Json) => s.url), ['https://api.example.org/v1', 'https://staging.example.org/v1'])
-    assert.deepEqual(served.paths['/healthz'].get.servers.map((s: Json) => s.url), ['https://api.example.org', 'https://staging.example.org'])
-    assert.deepEqual(doc.servers.map((s: Json) => s.url), ['http://127.0.0.1:8080/v1'])
+    assert.deepEqual(served.servers, [
+      { url: '/v1', description: 'This server (where this document was fetched from)' },
+      { url: 'https://api.example.org/v1', description: 'Production' },
+      { url: 'https://staging.example.org/v1', description: 'Staging' }
+    ])
+    assert.deepEqual(served.paths['/healthz'].get.servers.map((s: Json) => s.url), ['/', 'https://api.example.org', 'https://staging.example.org'])
+    assert.doesNotMatch(JSON.stringify(served.servers), /BASE_URL/)
+  })
+
+  it('names no loopback address when nothing is configured, also with HOST=0.0.0.0', async (t) => {
+    const ta = await buildTestApp(t, { env: { HOST: '0.0.0.0' } })
+    const served = (await ta.app.inject({ url: '/openapi.json' })).json() as Json
+    assert.deepEqual(served.servers, [{ url: '/v1', description: 'This server (where this document was fetched from)' }])
+    assert.deepEqual(doc.servers, served.servers)
+    const csp = String((await ta.app.inject({ url: '/docs' })).headers['content-security-policy'])
+    assert.match(csp, / connect-src 'self';$/)
+    const same = await buildTestApp(t, { env: { PUBLIC_BASE_URL: 'https://api.example.org/v1', STAGING_BASE_URL: 'https://api.example.org/v1' } })
+    const one = (await same.app.inject({ url: '/openapi.json' })).json() as Json
+    assert.deepEqual(one.servers.map((s: Json) => s.description), ['This server (where this document was fetched from)', 'Production'])
+    assert.match(String((await same.app.inject({ url: '/docs' })).headers['content-security-policy']), / connect-src 'self' https:\/\/api\.example\.org;$/)
   })
 })
 
 describe('PUBLIC_BASE_URL and STAGING_BASE_URL', () => {
-  it('default to this server', () => {
+  it('are unset by default (this server is always listed, relatively)', () => {
     const c = loadConfig({ PORT: '3000', HOST: '0.0.0.0' })
-    assert.equal(c.publicBaseUrl, 'http://127.0.0.1:3000/v1')
-    assert.equal(c.stagingBaseUrl, 'http://127.0.0.1:3000/v1')
+    assert.equal(c.publicBaseUrl, undefined)
+    assert.equal(c.stagingBaseUrl, undefined)
   })
 
   it('must be absolute http(s) URLs ending in /v1', () => {

@@ -49,7 +49,7 @@ function operations (doc: Json): Op[] {
     for (const [method, op] of Object.entries(item)) {
       if (!['get', 'put', 'post', 'delete', 'patch'].includes(method)) continue
       const servers: Array<{ url: string }> = op.servers ?? item.servers ?? doc.servers
-      const base = new URL(servers[0]!.url).pathname.replace(/\/$/, '')
+      const base = new URL(servers[0]!.url, 'http://server.invalid').pathname.replace(/\/$/, '')
       ops.push({ method: method.toUpperCase(), template, path: base + template, op })
     }
   }

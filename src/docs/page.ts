@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui'
+import type { Config } from '../config.js'
+import { EXACT_INTEGERS_JS } from './exact-integers.js'
+
+// Globals of the docs page (Swagger UI's bundle and our script), for the plugin hooks below, which
+// @fastify/swagger-ui writes into the page's initializer as source text.
+declare const SwaggerUIBundle: { plugins: { DownloadUrl: (system: unknown) => unknown } }
+declare const PetstoreDocs: { exactIntegers: (system: unknown) => unknown }
+
+export const DOCS_TITLE = 'Petstore API reference'
+
+const LOGO_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f4f"/>' +
+  '<text x="16" y="23" font-family="sans-serif" font-size="20" font-weight="bold" text-anchor="middle" fill="#fff">P</text></svg>'
+
+/** lossless-json's browser build, from the installed package (the page loads nothing from elsewhere). */
+function losslessJsonBrowserBuild (): string {
+  const file = createRequire(import.meta.url).resolve('lossless-json') // the "require" entry: its UMD build
+  return readFileSync(file, 'utf8').replace(/\n?\/\/# sourceMappingURL=\S+\s*$/, '\n')
+}
+
+/** The absolute origins the document's servers name besides this one (Try-it-out may call them). */
+function otherOrigins (config: Readonly<Config>): string[] {
+  return [...new Set([config.publicBaseUrl, config.stagingBaseUrl].filter((u): u is string => u !== undefined).map(u => new URL(u).origin))]
+}
+
+/**
+ * The /docs page: Swagger UI from the installed package under the project's own title and icon, its
+ * base layout (no top bar, no third-party logo), JSON answers shown with exact integers.
+ */
+export function docsPageOptions (config: Readonly<Config>): FastifySwaggerUiOptions {
+  return {
+    routePrefix: '/docs',
+    uiConfig: {
+      // No validator badge: it would send the document to a third-party service.
+      validatorUrl: null,
+      tryItOutEnabled: true,
+      displayOperationId: true,
+      persistAuthorization: false,
+      deepLinking: true,
+      layout: 'BaseLayout',
+      // Replaces the default list, so DownloadUrl (which loads the document) is named again.
+      plugins: [
+        (system: unknown) => SwaggerUIBundle.plugins.DownloadUrl(system),
+        (system: unknown) => PetstoreDocs.exactIntegers(system)
+      ]
+    } as never,
+    theme: {
+      title: DOCS_TITLE,
+      js: [
+        { filename: 'lossless-json.js', content: losslessJsonBrowserBuild() },
+        { filename: 'exact-integers.js', content: EXACT_INTEGERS_JS }
+      ],
+      favicon: [{ filename: 'petstore.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: LOGO_SVG }]
+    },
+    logo: { type: 'image/svg+xml', content: LOGO_SVG },
+    staticCSP: true,
+    // The package's CSP, less what would break or leak here: upgrade-insecure-requests (plain-HTTP
+    // deployments), the third-party validator image, fonts and styles from any https origin. Calls
+    // ("Try it out") go to this origin, whatever name it is reached by, and to the configured base addresses.
+    transformStaticCSP: (header: string) => {
+      return header
+        .replace(/ ?upgrade-insecure-requests;/, '')
+        .replace(' validator.swagger.io', '')
+        .replace(/ https:/g, '')
+        .replace(/\s+/g, ' ')
+        .trim() + ` connect-src ${["'self'", ...otherOrigins(config)].join(' ')};`
+    }
+  }
+}
