@@ -6,6 +6,10 @@
 // First: refuses an unsupported Node before better-sqlite3 is loaded.
 import '../node-version.js'
 import { Command, CommanderError } from 'commander'
+import { registerBackupCommand } from './commands/backup.js'
+import { registerCopyCommand } from './commands/copy.js'
+import { registerExportCommand } from './commands/export.js'
+import { registerImportCommand } from './commands/import.js'
 import { registerKeysCommands } from './commands/keys.js'
 import { registerMigrateCommand } from './commands/migrate.js'
 import { registerServeCommand } from './commands/serve.js'
@@ -19,6 +23,10 @@ const program = new Command('petstore')
 registerServeCommand(program)
 registerMigrateCommand(program)
 registerKeysCommands(program)
+registerBackupCommand(program)
+registerExportCommand(program)
+registerImportCommand(program)
+registerCopyCommand(program)
 
 try {
   await program.parseAsync(process.argv)

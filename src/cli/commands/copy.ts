@@ -1,0 +1,78 @@
+import type { Command } from 'commander'
+import { ConfigError, type DatabaseLocation, parseDatabaseUrl } from '../../config.js'
+import { COUNT_NAMES } from '../../services/transfer/format.js'
+import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
+import { openTransferReader, openTransferWriter, type TransferReader } from '../../store/transfer.js'
+import type { StoreConfig } from '../../store/index.js'
+import { loadCliConfig } from '../config.js'
+import { terminalProgress } from '../progress.js'
+import { secondsSince } from '../summary.js'
+
+async function summarize (location: DatabaseLocation, config: StoreConfig, liveSince: number): Promise<StoreSummary> {
+  const reader: TransferReader = await openTransferReader(location, config)
+  try {
+    return await summarizeStore(reader, liveSince)
+  } finally {
+    await reader.close()
+  }
+}
+
+const sameLocation = (a: DatabaseLocation, b: DatabaseLocation) =>
+  a.kind === 'sqlite' ? b.kind === 'sqlite' && a.path === b.path : b.kind === 'postgres' && a.url === b.url
+
+function table (source: StoreSummary, target: StoreSummary): string {
+  const rows = [['', `source (${source.kind})`, `target (${target.kind})`]]
+  for (const n of COUNT_NAMES) rows.push([n, String(source.counts[n]), String(target.counts[n])])
+  rows.push(['petsSha256', source.petsSha256, target.petsSha256])
+  return rows.map(r => r.join('\t')).join('\n') + '\n'
+}
+
+export function registerCopyCommand (program: Command): void {
+  program.command('copy')
+    .description('Copy the whole DATABASE_URL store into another, empty store (e.g. SQLite into PostgreSQL) in one transaction, ' +
+      'then verify: reads both stores again and compares the counts and a SHA-256 over every pet, printed side by side. ' +
+      'Exit 0 only when they match. Stop the servers writing to the source first (see README, Moving to PostgreSQL).')
+    .requiredOption('--to <url>', 'the target store: postgres://… or sqlite:PATH (migrated first; must hold no pets, API keys or Idempotency-Keys)')
+    .option('--json', 'print the verification as JSON on stdout instead of a table')
+    .action(async (opts: { to: string, json?: boolean }, cmd: Command) => {
+      let target: DatabaseLocation
+      try {
+        target = parseDatabaseUrl(opts.to, process.cwd())
+      } catch (err) {
+        if (err instanceof ConfigError) cmd.error(`error: --to: ${err.message.replace(/^DATABASE_URL: /, '')}`, { exitCode: 2, code: 'petstore.usage' })
+        throw err
+      }
+      const config = loadCliConfig()
+      if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
+      if (target.kind === 'sqlite' && target.path === ':memory:') throw new Error('--to sqlite::memory: would vanish when the copy ends')
+      const started = performance.now()
+      const liveSince = Date.now() - config.idempotencyTtlMs
+      const reader = await openTransferReader(config.database, config)
+      let copied: StoreSummary
+      try {
+        const writer = await openTransferWriter(target, config)
+        try {
+          copied = await copyStore(reader, writer, { liveSince, progress: terminalProgress('copy') })
+        } finally {
+          await writer.close()
+        }
+      } finally {
+        await reader.close()
+      }
+      // Both stores are read again, each on its own, now that the copy is committed.
+      const source = await summarize(config.database, config, liveSince)
+      const copy = await summarize(target, config, liveSince)
+      const verified = sameSummary(copied, copy) && sameSummary(source, copy)
+      if (opts.json === true) {
+        process.stdout.write(JSON.stringify({ command: 'copy', verified, source, target: copy, seconds: secondsSince(started), peakRssBytes: process.resourceUsage().maxRSS * 1024 }) + '\n')
+      } else {
+        process.stdout.write(table(source, copy))
+      }
+      if (!sameSummary(copied, copy)) throw new Error('verification failed: the target does not hold what was copied')
+      if (!sameSummary(source, copy)) {
+        throw new Error('verification failed: the source changed during the copy (a server kept writing to it). ' +
+          'Stop the servers writing to the source, empty the target (drop and create its database), and copy again')
+      }
+      process.stderr.write(`copy verified: ${source.counts.pets} pets, same counts and pets checksum on both stores\n`)
+    })
+}

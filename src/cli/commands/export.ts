@@ -1,0 +1,39 @@
+import { resolve } from 'node:path'
+import type { Command } from 'commander'
+import { AtomicFile } from '../../services/transfer/files.js'
+import { exportStore, LineSink } from '../../services/transfer/run.js'
+import { openTransferReader } from '../../store/transfer.js'
+import { loadCliConfig } from '../config.js'
+import { terminalProgress } from '../progress.js'
+import { describeCounts, report, secondsSince } from '../summary.js'
+
+export function registerExportCommand (program: Command): void {
+  program.command('export')
+    .description('Write the whole DATABASE_URL store as NDJSON (format version 1): a header with counts, settings, API keys ' +
+      '(hashes only, never a secret), pets (exact int64 ids), live Idempotency-Keys, and an end line with the pets checksum. ' +
+      'One consistent snapshot, streamed, while servers keep running. The file holds key hashes and the cursor key: keep it like the database.')
+    .option('--out <file>', 'write to FILE (created 0600, complete or not at all) instead of stdout')
+    .option('--json', 'print a JSON summary on stdout (needs --out)')
+    .action(async (opts: { out?: string, json?: boolean }, cmd: Command) => {
+      if (opts.json === true && opts.out === undefined) cmd.error('error: --json needs --out (stdout carries the export)', { exitCode: 2, code: 'petstore.usage' })
+      const started = performance.now()
+      const config = loadCliConfig()
+      const file = opts.out === undefined ? undefined : new AtomicFile(resolve(opts.out))
+      const reader = await openTransferReader(config.database, config)
+      try {
+        await file?.ready()
+        const now = new Date()
+        const summary = await exportStore(reader, new LineSink(file?.stream ?? process.stdout), {
+          liveSince: now.getTime() - config.idempotencyTtlMs, now, progress: terminalProgress('export')
+        })
+        await file?.commit()
+        report(opts.json === true, { command: 'export', source: summary.kind, out: file?.path ?? null, counts: summary.counts, petsSha256: summary.petsSha256, seconds: secondsSince(started) },
+          `exported ${describeCounts(summary.counts)} from ${summary.kind}${file === undefined ? '' : ` to ${file.path}`} (pets sha256 ${summary.petsSha256})`)
+      } catch (err) {
+        await file?.abort()
+        throw err
+      } finally {
+        await reader.close()
+      }
+    })
+}

@@ -1,0 +1,117 @@
+import { createHash, type Hash } from 'node:crypto'
+import type { PetStatus } from '../../schemas/pets.js'
+
+/*
+ * The export format (NDJSON, one JSON object per line, each ending in "\n"), version 1:
+ *
+ *   {"format":"petstore-export","version":1,"source":"sqlite","exportedAt":"…","counts":{…}}   header
+ *   {"type":"setting","name":"cursor_hmac_key","value":"…"}                                    settings
+ *   {"type":"apiKey","id":1,"name":"…","hash":"…","createdAt":"…","lastUsedAt":null,"revokedAt":null}
+ *   {"type":"pet","id":9223372036854775807,"name":"…","categoryId":-1,"status":"sold"}       ascending id
+ *   {"type":"idempotencyKey","apiKeyId":1,"key":"…","fingerprint":"…","petId":1,"createdAt":"…"}
+ *   {"type":"end","petsSha256":"…"}                                                            last line
+ *
+ * Sections come in that order (idempotency records refer to keys and pets). Every line is written
+ * by the functions below with a fixed key order, so the same store contents always give the same
+ * bytes, whichever store kind they were read from. int64 values are plain JSON digits, exact.
+ */
+export const FORMAT = 'petstore-export'
+export const FORMAT_VERSION = 1
+
+export interface Counts { settings: number, apiKeys: number, pets: number, idempotencyKeys: number }
+export const COUNT_NAMES = ['settings', 'apiKeys', 'pets', 'idempotencyKeys'] as const
+
+export interface Header {
+  format: typeof FORMAT
+  version: number
+  source: 'sqlite' | 'postgres'
+  exportedAt: string
+  counts: Counts
+}
+
+export interface SettingRecord { type: 'setting', name: string, value: string }
+/** An API key as the store holds it: the SHA-256 hash, never the secret (the store never has it). */
+export interface ApiKeyRecordLine {
+  type: 'apiKey'
+  id: number
+  name: string
+  hash: string
+  /** Milliseconds since the epoch. */
+  createdAt: number
+  lastUsedAt: number | null
+  revokedAt: number | null
+}
+export interface PetRecord { type: 'pet', id: bigint, name: string, categoryId: bigint, status: PetStatus }
+export interface IdempotencyRecord {
+  type: 'idempotencyKey'
+  apiKeyId: number
+  key: string
+  fingerprint: string
+  petId: bigint
+  createdAt: number
+}
+export interface EndRecord { type: 'end', petsSha256: string }
+
+export type DataRecord = SettingRecord | ApiKeyRecordLine | PetRecord | IdempotencyRecord
+
+const str = (s: string) => JSON.stringify(s)
+const time = (ms: number | null) => ms === null ? 'null' : `"${new Date(ms).toISOString()}"`
+
+export function headerLine (h: Header): string {
+  const c = h.counts
+  return `{"format":${str(h.format)},"version":${h.version},"source":${str(h.source)},"exportedAt":${str(h.exportedAt)},` +
+    `"counts":{"settings":${c.settings},"apiKeys":${c.apiKeys},"pets":${c.pets},"idempotencyKeys":${c.idempotencyKeys}}}`
+}
+
+export function recordLine (r: DataRecord): string {
+  switch (r.type) {
+    case 'setting': return `{"type":"setting","name":${str(r.name)},"value":${str(r.value)}}`
+    case 'apiKey': return `{"type":"apiKey","id":${r.id},"name":${str(r.name)},"hash":${str(r.hash)},"createdAt":${time(r.createdAt)},"lastUsedAt":${time(r.lastUsedAt)},"revokedAt":${time(r.revokedAt)}}`
+    case 'pet': return petLine(r)
+    case 'idempotencyKey': return `{"type":"idempotencyKey","apiKeyId":${r.apiKeyId},"key":${str(r.key)},"fingerprint":${str(r.fingerprint)},"petId":${r.petId},"createdAt":${time(r.createdAt)}}`
+  }
+}
+
+export function petLine (p: { id: bigint, name: string, categoryId: bigint, status: string }): string {
+  return `{"type":"pet","id":${p.id},"name":${str(p.name)},"categoryId":${p.categoryId},"status":${str(p.status)}}`
+}
+
+export function endLine (e: EndRecord): string {
+  return `{"type":"end","petsSha256":${str(e.petsSha256)}}`
+}
+
+/**
+ * SHA-256 over every pet's line (as petLine writes it, plus "\n") in ascending id order: the
+ * checksum the end line carries, that import checks, and that copy computes on both stores.
+ */
+export class PetDigest {
+  private readonly hash: Hash = createHash('sha256')
+  add (p: { id: bigint, name: string, categoryId: bigint, status: string }): void { this.hash.update(petLine(p) + '\n') }
+  addLine (line: string): void { this.hash.update(line + '\n') }
+  hex (): string { return this.hash.digest('hex') }
+}
+
+/** A failure tied to a line of an import file; the CLI prints it as `line N: problem`. */
+export class TransferLineError extends Error {
+  constructor (readonly line: number, problem: string) {
+    super(`line ${line}: ${problem}`)
+    this.name = 'TransferLineError'
+  }
+}
+
+/**
+ * The error for a record the target store refused: `unique` when it collides with what is there,
+ * `reference` when an Idempotency-Key names a key or pet that is neither in the file nor the store.
+ */
+export function recordRefused (r: DataRecord, origin: number | undefined, kind: 'unique' | 'reference'): Error {
+  const what = r.type === 'pet'
+    ? `pet id ${r.id} is already in the target store`
+    : r.type === 'apiKey'
+      ? `API key id ${r.id} (or a key with the same hash) is already in the target store`
+      : r.type === 'idempotencyKey'
+        ? kind === 'unique'
+          ? `Idempotency-Key ${JSON.stringify(r.key)} of API key ${r.apiKeyId} is already in the target store`
+          : `Idempotency-Key ${JSON.stringify(r.key)} refers to API key ${r.apiKeyId} or pet ${r.petId}, which is neither in the file nor in the target store`
+        : `setting ${JSON.stringify(r.name)} could not be written`
+  return origin === undefined ? new Error(what) : new TransferLineError(origin, what)
+}

@@ -1,0 +1,48 @@
+import { TransferLineError } from './format.js'
+
+/** A line longer than this is refused, so a damaged file cannot make the import hold it all in memory. */
+export const MAX_LINE_BYTES = 1 << 20
+
+export interface Line { no: number, text: string }
+
+/**
+ * Splits a byte stream into "\n"-terminated lines, numbered from 1, decoded as strict UTF-8.
+ * Hand-written rather than node:readline because the import must know that the last line ended
+ * with "\n" (otherwise the file was cut short) and must refuse invalid UTF-8 rather than replace it.
+ */
+export async function * readLines (input: AsyncIterable<Buffer | string>): AsyncGenerator<Line> {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+  const decode = (bytes: Buffer, no: number): string => {
+    try {
+      return decoder.decode(bytes)
+    } catch {
+      throw new TransferLineError(no, 'not valid UTF-8')
+    }
+  }
+  let pending: Buffer[] = []
+  let pendingBytes = 0
+  let no = 0
+  for await (const data of input) {
+    const chunk = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
+    let start = 0
+    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+      no++
+      let bytes = chunk.subarray(start, nl)
+      if (pendingBytes > 0) {
+        pending.push(bytes)
+        bytes = Buffer.concat(pending, pendingBytes + bytes.length)
+        pending = []
+        pendingBytes = 0
+      }
+      if (bytes.length > MAX_LINE_BYTES) throw new TransferLineError(no, `longer than ${MAX_LINE_BYTES} bytes`)
+      yield { no, text: decode(bytes, no) }
+      start = nl + 1
+    }
+    if (start < chunk.length) {
+      pending.push(chunk.subarray(start))
+      pendingBytes += chunk.length - start
+      if (pendingBytes > MAX_LINE_BYTES) throw new TransferLineError(no + 1, `longer than ${MAX_LINE_BYTES} bytes`)
+    }
+  }
+  if (pendingBytes > 0) throw new TransferLineError(no + 1, 'the file ends in the middle of this line (no final newline): it is truncated')
+}

@@ -1,0 +1,162 @@
+import { once } from 'node:events'
+import type { Writable } from 'node:stream'
+import type { TransferReader, TransferWriter } from '../../store/transfer.js'
+import {
+  COUNT_NAMES, type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
+} from './format.js'
+import type { Line } from './lines.js'
+import { parseExport } from './parse.js'
+
+/** Told how many records there are, then how many are done; the CLI draws it on a TTY. */
+export interface Progress {
+  start (total: number, unit: string): void
+  update (done: number): void
+  stop (): void
+}
+export const NO_PROGRESS: Progress = { start () {}, update () {}, stop () {} }
+const PROGRESS_EVERY = 1000
+
+export interface StoreSummary { kind: 'sqlite' | 'postgres', counts: Counts, petsSha256: string }
+
+const total = (c: Counts) => c.settings + c.apiKeys + c.pets + c.idempotencyKeys
+const emptyCounts = (): Counts => ({ settings: 0, apiKeys: 0, pets: 0, idempotencyKeys: 0 })
+const countOf = { setting: 'settings', apiKey: 'apiKeys', pet: 'pets', idempotencyKey: 'idempotencyKeys' } as const
+
+/** Lines to a stream, gathered into chunks of about 64 KiB, waiting for 'drain' when the reader is slower. */
+export class LineSink {
+  private lines: string[] = []
+  private size = 0
+  constructor (private readonly out: Writable) {}
+
+  /** Returns a promise only when the chunk was written and the stream asked to wait. */
+  write (line: string): Promise<void> | undefined {
+    this.lines.push(line)
+    this.size += line.length + 1
+    return this.size >= 65536 ? this.flush() : undefined
+  }
+
+  async flush (): Promise<void> {
+    if (this.lines.length === 0) return
+    const chunk = this.lines.join('\n') + '\n'
+    this.lines = []
+    this.size = 0
+    if (!this.out.write(chunk)) await once(this.out, 'drain')
+  }
+}
+
+/** Every record of the reader's snapshot, sections in file order. */
+async function * allRecords (reader: TransferReader): AsyncGenerator<DataRecord> {
+  yield * reader.settings()
+  yield * reader.apiKeys()
+  yield * reader.pets()
+  yield * reader.idempotencyKeys()
+}
+
+/**
+ * Writes the store as an export file: header, every record, end line. Streams from one snapshot,
+ * so memory stays flat and the counts in the header are exactly what follows.
+ */
+export async function exportStore (reader: TransferReader, sink: LineSink, opts: { liveSince: number, now: Date, progress: Progress }): Promise<StoreSummary> {
+  const counts = await reader.begin(opts.liveSince)
+  opts.progress.start(total(counts), 'records')
+  const pending = sink.write(headerLine({ format: FORMAT, version: FORMAT_VERSION, source: reader.kind, exportedAt: opts.now.toISOString(), counts }))
+  if (pending !== undefined) await pending
+  const seen = emptyCounts()
+  const digest = new PetDigest()
+  let done = 0
+  for await (const r of allRecords(reader)) {
+    const line = recordLine(r)
+    if (r.type === 'pet') digest.addLine(line)
+    seen[countOf[r.type]]++
+    const wait = sink.write(line)
+    if (wait !== undefined) await wait
+    if (++done % PROGRESS_EVERY === 0) opts.progress.update(done)
+  }
+  await reader.end()
+  // The snapshot makes this hold; checked because a file that broke it could never be imported.
+  for (const name of COUNT_NAMES) if (seen[name] !== counts[name]) throw new Error(`the store changed while it was read (${name}: counted ${counts[name]}, read ${seen[name]})`)
+  const petsSha256 = digest.hex()
+  await sink.write(endLine({ type: 'end', petsSha256 }))
+  await sink.flush()
+  opts.progress.update(done)
+  opts.progress.stop()
+  return { kind: reader.kind, counts, petsSha256 }
+}
+
+const isEmpty = (c: Counts) => c.apiKeys === 0 && c.pets === 0 && c.idempotencyKeys === 0
+const describe = (c: Counts) => `${c.pets} pets, ${c.apiKeys} API keys, ${c.idempotencyKeys} Idempotency-Keys`
+
+export interface ImportSummary extends StoreSummary { source: 'sqlite' | 'postgres', intoNonempty: boolean }
+
+/**
+ * Imports an export file in one transaction: every line is checked as it streams in, and any bad
+ * line, a refused record, a wrong count or checksum, or a truncated file rolls everything back.
+ * An empty target (no pets, keys or Idempotency-Keys) takes the file's settings; into a non-empty
+ * one (only with `intoNonempty`) records are added, any collision fails, and its settings are kept.
+ */
+export async function importExport (lines: AsyncIterator<Line>, writer: TransferWriter, opts: { intoNonempty: boolean, progress: Progress }): Promise<ImportSummary> {
+  const file = await parseExport(lines)
+  const existing = await writer.begin()
+  const empty = isEmpty(existing)
+  try {
+    if (!empty && !opts.intoNonempty) {
+      throw new Error(`the target store is not empty (${describe(existing)}); import into an empty store, or pass --into-nonempty to add to it`)
+    }
+    opts.progress.start(total(file.header.counts), 'records')
+    let done = 0
+    for await (const r of file.records) {
+      await writer.write(r, r.line, empty)
+      if (++done % PROGRESS_EVERY === 0) opts.progress.update(done)
+    }
+    await writer.commit()
+    opts.progress.update(done)
+  } catch (err) {
+    await writer.rollback()
+    throw err
+  } finally {
+    opts.progress.stop()
+  }
+  return { kind: writer.kind, source: file.header.source, counts: file.header.counts, petsSha256: file.petsSha256(), intoNonempty: !empty }
+}
+
+/**
+ * Copies one store into another, empty one: the reader's snapshot straight into the writer's single
+ * transaction (no file in between). Returns what was copied, with the pets checksum as read.
+ */
+export async function copyStore (reader: TransferReader, writer: TransferWriter, opts: { liveSince: number, progress: Progress }): Promise<StoreSummary> {
+  const counts = await reader.begin(opts.liveSince)
+  const existing = await writer.begin()
+  const digest = new PetDigest()
+  try {
+    if (!isEmpty(existing)) throw new Error(`the target store is not empty (${describe(existing)}); copy only into an empty store`)
+    opts.progress.start(total(counts), 'records')
+    let done = 0
+    for await (const r of allRecords(reader)) {
+      if (r.type === 'pet') digest.add(r)
+      await writer.write(r, undefined, true)
+      if (++done % PROGRESS_EVERY === 0) opts.progress.update(done)
+    }
+    await reader.end()
+    await writer.commit()
+    opts.progress.update(done)
+  } catch (err) {
+    await writer.rollback()
+    throw err
+  } finally {
+    opts.progress.stop()
+  }
+  return { kind: reader.kind, counts, petsSha256: digest.hex() }
+}
+
+/** Counts and the pets checksum of a store as it is now (one snapshot), read independently of any copy. */
+export async function summarizeStore (reader: TransferReader, liveSince: number): Promise<StoreSummary> {
+  const counts = await reader.begin(liveSince)
+  const digest = new PetDigest()
+  for await (const p of reader.pets()) digest.add(p)
+  await reader.end()
+  return { kind: reader.kind, counts, petsSha256: digest.hex() }
+}
+
+export function sameSummary (a: StoreSummary, b: StoreSummary): boolean {
+  return a.petsSha256 === b.petsSha256 && COUNT_NAMES.every(n => a.counts[n] === b.counts[n])
+}

@@ -1,0 +1,230 @@
+import type pg from 'pg'
+import type { PetStatus } from '../../schemas/pets.js'
+import {
+  type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
+} from '../../services/transfer/format.js'
+import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer.js'
+import { createMigrationClient, guard, type PgConnectionOptions } from './connection.js'
+import { PET_INSERT_LOCK_KEY, PostgresStore } from './index.js'
+
+/** Rows per round trip, both ways: big enough to amortize the trip, small enough to keep memory flat. */
+const BATCH = 5000
+const INT64_MIN = '-9223372036854775808'
+
+/** A single connection without statement timeout (a whole-store read or write is long), migrated first. */
+async function connect (opts: PgConnectionOptions): Promise<pg.Client> {
+  await PostgresStore.migrate(opts)
+  const client = createMigrationClient(opts)
+  await guard(() => client.connect())
+  return client
+}
+
+async function counts (client: pg.Client, liveSince: number): Promise<Counts> {
+  const res = await client.query<{ s: bigint, k: bigint, p: bigint, i: bigint }>(`SELECT
+    (SELECT count(*) FROM settings) AS s, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM pets) AS p,
+    (SELECT count(*) FROM idempotency_keys WHERE created_at >= $1) AS i`, [new Date(liveSince)])
+  const r = res.rows[0]!
+  return { settings: Number(r.s), apiKeys: Number(r.k), pets: Number(r.p), idempotencyKeys: Number(r.i) }
+}
+
+const ms = (d: Date | null) => d === null ? null : d.getTime()
+
+/**
+ * A REPEATABLE READ, READ ONLY transaction on its own connection: one snapshot for the counts and
+ * every row, while the servers keep writing. Rows come in keyset batches (constant memory).
+ * Text is ordered COLLATE "C" (bytes), as SQLite orders it, so both stores export the same lines.
+ */
+export class PostgresTransferReader implements TransferReader {
+  readonly kind = 'postgres' as const
+  private liveSince = 0
+
+  private constructor (private readonly client: pg.Client) {}
+
+  static async open (opts: PgConnectionOptions): Promise<PostgresTransferReader> {
+    return new PostgresTransferReader(await connect(opts))
+  }
+
+  async begin (liveSince: number): Promise<Counts> {
+    this.liveSince = liveSince
+    await guard(() => this.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY'))
+    return await guard(() => counts(this.client, liveSince))
+  }
+
+  async * settings (): AsyncIterable<SettingRecord> {
+    const res = await guard(() => this.client.query<{ name: string, value: string }>('SELECT name, value FROM settings ORDER BY name COLLATE "C"'))
+    for (const r of res.rows) yield { type: 'setting', name: r.name, value: r.value }
+  }
+
+  async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
+    let after = 0n
+    for (;;) {
+      const res = await guard(() => this.client.query<{ id: bigint, name: string, key_hash: string, created_at: Date, last_used_at: Date | null, revoked_at: Date | null }>(
+        'SELECT id, name, key_hash, created_at, last_used_at, revoked_at FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2', [after.toString(), BATCH]))
+      for (const r of res.rows) {
+        yield { type: 'apiKey', id: Number(r.id), name: r.name, hash: r.key_hash, createdAt: r.created_at.getTime(), lastUsedAt: ms(r.last_used_at), revokedAt: ms(r.revoked_at) }
+      }
+      if (res.rows.length < BATCH) return
+      after = res.rows[res.rows.length - 1]!.id
+    }
+  }
+
+  async * pets (): AsyncIterable<PetRecord> {
+    let after = INT64_MIN
+    let first = true
+    for (;;) {
+      // The first batch includes INT64_MIN itself; the later ones start strictly after the last id.
+      const res = await guard(() => this.client.query<{ id: bigint, name: Buffer, category_id: bigint, status: PetStatus }>({
+        text: `SELECT id, name, category_id, status FROM pets WHERE id ${first ? '>=' : '>'} $1::int8 ORDER BY id LIMIT $2`,
+        values: [after, BATCH]
+      }))
+      first = false
+      for (const r of res.rows) yield { type: 'pet', id: r.id, name: r.name.toString('utf8'), categoryId: r.category_id, status: r.status }
+      if (res.rows.length < BATCH) return
+      after = res.rows[res.rows.length - 1]!.id.toString()
+    }
+  }
+
+  async * idempotencyKeys (): AsyncIterable<IdempotencyRecord> {
+    let after: [string, string] | undefined
+    for (;;) {
+      const res = await guard(() => this.client.query<{ api_key_id: bigint, key: string, fingerprint: string, pet_id: bigint, created_at: Date }>(
+        `SELECT api_key_id, key, fingerprint, pet_id, created_at FROM idempotency_keys
+         WHERE created_at >= $1 ${after === undefined ? '' : 'AND (api_key_id, key COLLATE "C") > ($3::int8, $4::text COLLATE "C")'}
+         ORDER BY api_key_id, key COLLATE "C" LIMIT $2`,
+        after === undefined ? [new Date(this.liveSince), BATCH] : [new Date(this.liveSince), BATCH, ...after]))
+      for (const r of res.rows) {
+        yield { type: 'idempotencyKey', apiKeyId: Number(r.api_key_id), key: r.key, fingerprint: r.fingerprint, petId: r.pet_id, createdAt: r.created_at.getTime() }
+      }
+      if (res.rows.length < BATCH) return
+      const last = res.rows[res.rows.length - 1]!
+      after = [last.api_key_id.toString(), last.key]
+    }
+  }
+
+  async end (): Promise<void> {
+    await guard(() => this.client.query('COMMIT'))
+  }
+
+  async close (): Promise<void> {
+    await this.client.end().catch(() => {})
+  }
+}
+
+const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
+
+/** One multi-row INSERT per batch, by type; ids given explicitly (OVERRIDING the identity columns). */
+const INSERTS = {
+  apiKey: {
+    text: `INSERT INTO api_keys (id, name, key_hash, created_at, last_used_at, revoked_at) OVERRIDING SYSTEM VALUE
+           SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])`,
+    values: (rs: ApiKeyRecordLine[]) => [rs.map(r => r.id), rs.map(r => r.name), rs.map(r => r.hash), rs.map(r => iso(r.createdAt)), rs.map(r => iso(r.lastUsedAt)), rs.map(r => iso(r.revokedAt))]
+  },
+  pet: {
+    text: `INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE
+           SELECT * FROM unnest($1::int8[], $2::bytea[], $3::int8[], $4::text[])`,
+    values: (rs: PetRecord[]) => [rs.map(r => r.id.toString()), rs.map(r => Buffer.from(r.name, 'utf8')), rs.map(r => r.categoryId.toString()), rs.map(r => r.status)]
+  },
+  idempotencyKey: {
+    text: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at)
+           SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[], $5::timestamptz[])`,
+    values: (rs: IdempotencyRecord[]) => [rs.map(r => r.apiKeyId), rs.map(r => r.key), rs.map(r => r.fingerprint), rs.map(r => r.petId.toString()), rs.map(r => iso(r.createdAt))]
+  }
+}
+type Batched = Exclude<DataRecord, SettingRecord>
+
+/**
+ * One transaction on its own connection. The tables are locked SHARE ROW EXCLUSIVE (reads go on,
+ * every other writer waits) from begin() to the end, so the emptiness checked at begin() still
+ * holds at commit. Records are inserted in batches; when a batch is refused, it is rolled back to
+ * its savepoint and replayed row by row to name the record at fault.
+ */
+export class PostgresTransferWriter implements TransferWriter {
+  readonly kind = 'postgres' as const
+  private batch: Array<{ record: Batched, origin: RecordOrigin }> = []
+
+  private constructor (private readonly client: pg.Client) {}
+
+  static async open (opts: PgConnectionOptions): Promise<PostgresTransferWriter> {
+    return new PostgresTransferWriter(await connect(opts))
+  }
+
+  async begin (): Promise<Counts> {
+    await guard(() => this.client.query('BEGIN'))
+    // The service's pet insert lock too, so no create of a running server interleaves with the ids written here.
+    await guard(() => this.client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()]))
+    await guard(() => this.client.query('LOCK TABLE settings, api_keys, pets, idempotency_keys IN SHARE ROW EXCLUSIVE MODE'))
+    return await guard(() => counts(this.client, 0))
+  }
+
+  async write (r: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void> {
+    if (r.type === 'setting') {
+      await this.flush()
+      await guard(() => this.client.query(replaceSettings
+        ? 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value'
+        : 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [r.name, r.value]))
+      return
+    }
+    if (this.batch.length > 0 && this.batch[0]!.record.type !== r.type) await this.flush()
+    this.batch.push({ record: r, origin })
+    if (this.batch.length >= BATCH) await this.flush()
+  }
+
+  private async insert (records: Batched[]): Promise<void> {
+    const type = records[0]!.type
+    const sql = INSERTS[type]
+    await this.client.query(sql.text, (sql.values as (rs: Batched[]) => unknown[])(records))
+  }
+
+  private async flush (): Promise<void> {
+    const batch = this.batch
+    if (batch.length === 0) return
+    this.batch = []
+    await guard(() => this.client.query('SAVEPOINT batch'))
+    try {
+      await this.insert(batch.map(b => b.record))
+    } catch (err) {
+      if (!isConstraint(err)) throw err
+      await guard(() => this.client.query('ROLLBACK TO SAVEPOINT batch'))
+      for (const b of batch) {
+        try {
+          await this.insert([b.record])
+        } catch (rowErr) {
+          if (!isConstraint(rowErr)) throw rowErr
+          throw recordRefused(b.record, b.origin, (rowErr as { code: string }).code === '23503' ? 'reference' : 'unique')
+        }
+      }
+      throw err // the batch failed, yet no row alone did: report the batch's own error
+    }
+    await guard(() => this.client.query('RELEASE SAVEPOINT batch'))
+  }
+
+  async commit (): Promise<void> {
+    await this.flush()
+    for (const table of ['pets', 'api_keys']) await guard(() => movePastHighestId(this.client, table))
+    await guard(() => this.client.query('COMMIT'))
+  }
+
+  async rollback (): Promise<void> {
+    await this.client.query('ROLLBACK').catch(() => {})
+  }
+
+  async close (): Promise<void> {
+    await this.client.end().catch(() => {})
+  }
+}
+
+const isConstraint = (err: unknown) => ['23505', '23503'].includes(String((err as { code?: unknown }).code))
+
+/**
+ * Explicit ids do not advance an identity sequence: move it so the next id drawn is past the
+ * highest id in the table (never backwards, when the sequence is already further).
+ */
+async function movePastHighestId (client: pg.Client, table: string): Promise<void> {
+  const seq = (await client.query<{ s: string }>('SELECT pg_get_serial_sequence($1, \'id\') AS s', [table])).rows[0]!.s
+  // `seq` is the schema-qualified, already quoted name PostgreSQL itself returned.
+  const state = (await client.query<{ last_value: bigint, is_called: boolean }>(`SELECT last_value, is_called FROM ${seq}`)).rows[0]!
+  const max = (await client.query<{ m: bigint | null }>(`SELECT max(id) AS m FROM ${table}`)).rows[0]!.m
+  if (max === null) return
+  const nextDrawn = state.is_called ? state.last_value + 1n : state.last_value
+  if (max >= nextDrawn) await client.query('SELECT setval($1, $2::int8, true)', [seq, max.toString()])
+}

@@ -1,0 +1,80 @@
+import { chmod, rm, stat } from 'node:fs/promises'
+import Database from 'better-sqlite3'
+import type { Progress } from '../../services/transfer/run.js'
+import { partialPath, publish } from '../../services/transfer/files.js'
+
+export interface SqliteBackupResult { pages: number, bytes: number, pets: number, apiKeys: number, integrity: 'ok' }
+
+/** Pages per backup step while no writer interferes: about 2% of the database, so progress moves. */
+const STEP_FRACTION = 50
+/** "Copy every remaining page in this step." */
+const ALL_PAGES = 0x7fffffff
+
+/**
+ * A consistent copy of a live SQLite database through SQLite's online backup API (better-sqlite3's
+ * db.backup), while servers keep reading and writing it. The backup copies in steps; when another
+ * connection writes between steps, SQLite restarts it from the first page. Under a steady stream of
+ * creates that could repeat forever, so after the first restart the rest is copied in ONE step: a
+ * single read transaction, which in WAL mode does not block the writers. Either way the copy is the
+ * database as of one instant after the backup started, so every pet acknowledged before it is there.
+ *
+ * The copy is written under a temporary name, checked with PRAGMA integrity_check, made 0600, fsynced
+ * and only then renamed to `dest`; a failure leaves nothing at `dest`.
+ */
+export async function backupSqlite (source: string, dest: string, progress: Progress): Promise<SqliteBackupResult> {
+  const tmp = partialPath(dest)
+  try {
+    let db: Database.Database
+    try {
+      db = new Database(source, { fileMustExist: true })
+    } catch (err) {
+      throw new Error(`cannot open the SQLite database ${source}: ${(err as Error).message}`)
+    }
+    let pages = 0
+    try {
+      db.pragma('busy_timeout = 5000')
+      let restarted = false
+      let lastRemaining = Number.POSITIVE_INFINITY
+      let started = false
+      const done = await db.backup(tmp, {
+        progress: ({ totalPages, remainingPages }) => {
+          if (!started) progress.start(totalPages, 'pages')
+          started = true
+          if (remainingPages > lastRemaining) restarted = true
+          lastRemaining = remainingPages
+          progress.update(totalPages - remainingPages)
+          return restarted ? ALL_PAGES : Math.max(100, Math.ceil(totalPages / STEP_FRACTION))
+        }
+      })
+      pages = done.totalPages
+      if (!started) progress.start(pages, 'pages')
+      progress.update(pages)
+    } finally {
+      progress.stop()
+      db.close()
+    }
+    const check = verify(tmp)
+    await chmod(tmp, 0o600)
+    const bytes = (await stat(tmp)).size
+    await publish(tmp, dest)
+    return { pages, bytes, ...check }
+  } catch (err) {
+    await Promise.all([tmp, `${tmp}-wal`, `${tmp}-shm`, `${tmp}-journal`].map(f => rm(f, { force: true })))
+    throw err
+  }
+}
+
+/** Opens the copy on its own, runs integrity_check and reads what it holds. */
+function verify (path: string): { pets: number, apiKeys: number, integrity: 'ok' } {
+  const db = new Database(path, { fileMustExist: true })
+  try {
+    db.defaultSafeIntegers(true)
+    const problems = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map(r => r.integrity_check)
+    if (problems.length !== 1 || problems[0] !== 'ok') throw new Error(`the backup failed integrity_check: ${problems.slice(0, 5).join('; ')}`)
+    const n = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: bigint }).n)
+    return { pets: n('pets'), apiKeys: n('api_keys'), integrity: 'ok' }
+  } finally {
+    // Closing the last connection checkpoints and removes the -wal file: the backup is one file.
+    db.close()
+  }
+}
