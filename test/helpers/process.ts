@@ -20,16 +20,17 @@ export function childEnv (env: Record<string, string>): NodeJS.ProcessEnv {
 
 export interface CliResult { code: number | null, stdout: string, stderr: string }
 
-/** Runs `node dist/cli/index.js ...args` (the `petstore` bin) and collects its output. */
-export function runCli (args: string[], env: Record<string, string>): Promise<CliResult> {
+/** Runs `node dist/cli/index.js ...args` (the `petstore` bin) and collects its output; `input`, when given, is its stdin. */
+export function runCli (args: string[], env: Record<string, string>, input?: string | Buffer): Promise<CliResult> {
   assertBuilt()
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: childEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: childEnv(env), timeout: 30_000, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null
       resolve({ code, stdout, stderr })
     })
     // execFile's own timeout sends SIGTERM: a CLI run still going after 30 s counts as a crash too.
     child.once('exit', (_code, signal) => { if (signal !== null) recordSignal(`petstore ${args.join(' ')}`, child.pid, signal) })
+    if (input !== undefined) child.stdin!.end(input)
   })
 }
 
