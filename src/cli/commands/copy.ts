@@ -59,12 +59,13 @@ export function registerCopyCommand (program: Command): void {
       } finally {
         await reader.close()
       }
+      const copySeconds = secondsSince(started)
       // Both stores are read again, each on its own, now that the copy is committed.
       const source = await summarize(config.database, config, liveSince)
       const copy = await summarize(target, config, liveSince)
       const verified = sameSummary(copied, copy) && sameSummary(source, copy)
       if (opts.json === true) {
-        process.stdout.write(JSON.stringify({ command: 'copy', verified, source, target: copy, seconds: secondsSince(started), peakRssBytes: process.resourceUsage().maxRSS * 1024 }) + '\n')
+        process.stdout.write(JSON.stringify({ command: 'copy', verified, source, target: copy, seconds: secondsSince(started), copySeconds, peakRssBytes: process.resourceUsage().maxRSS * 1024 }) + '\n')
       } else {
         process.stdout.write(table(source, copy))
       }

@@ -83,6 +83,16 @@ export async function exportStore (reader: TransferReader, sink: LineSink, opts:
   return { kind: reader.kind, counts, petsSha256 }
 }
 
+/** Hands each record to `write` in order, telling `progress` every PROGRESS_EVERY records and at the end. */
+async function feed<R extends DataRecord> (records: AsyncIterable<R>, write: (r: R) => Promise<void>, progress: Progress): Promise<void> {
+  let done = 0
+  for await (const r of records) {
+    await write(r)
+    if (++done % PROGRESS_EVERY === 0) progress.update(done)
+  }
+  progress.update(done)
+}
+
 const isEmpty = (c: Counts) => c.apiKeys === 0 && c.pets === 0 && c.idempotencyKeys === 0
 const describe = (c: Counts) => `${c.pets} pets, ${c.apiKeys} API keys, ${c.idempotencyKeys} Idempotency-Keys`
 
@@ -103,13 +113,8 @@ export async function importExport (lines: AsyncIterator<Line>, writer: Transfer
       throw new Error(`the target store is not empty (${describe(existing)}); import into an empty store, or pass --into-nonempty to add to it`)
     }
     opts.progress.start(total(file.header.counts), 'records')
-    let done = 0
-    for await (const r of file.records) {
-      await writer.write(r, r.line, empty)
-      if (++done % PROGRESS_EVERY === 0) opts.progress.update(done)
-    }
+    await feed(file.records, async (r) => { await writer.write(r, r.line, empty) }, opts.progress)
     await writer.commit()
-    opts.progress.update(done)
   } catch (err) {
     await writer.rollback()
     throw err
@@ -130,15 +135,12 @@ export async function copyStore (reader: TransferReader, writer: TransferWriter,
   try {
     if (!isEmpty(existing)) throw new Error(`the target store is not empty (${describe(existing)}); copy only into an empty store`)
     opts.progress.start(total(counts), 'records')
-    let done = 0
-    for await (const r of allRecords(reader)) {
+    await feed(allRecords(reader), async (r) => {
       if (r.type === 'pet') digest.add(r)
       await writer.write(r, undefined, true)
-      if (++done % PROGRESS_EVERY === 0) opts.progress.update(done)
-    }
+    }, opts.progress)
     await reader.end()
     await writer.commit()
-    opts.progress.update(done)
   } catch (err) {
     await writer.rollback()
     throw err
