@@ -63,6 +63,29 @@ describe('petstore copy (usage)', () => {
   })
 })
 
+describe('backup, export, import, copy (usage)', () => {
+  it('print --help (exit 0) and answer usage errors with exit 2', async (t) => {
+    const env = { DATABASE_URL: await testDatabaseUrl(t, 'sqlite') }
+    for (const cmd of ['backup', 'export', 'import', 'copy']) {
+      const r = await runCli([cmd, '--help'], env)
+      assert.equal(r.code, 0, r.stderr)
+      assert.match(r.stdout, new RegExp(`^Usage: petstore ${cmd} `))
+    }
+    const cases: Array<[string[], RegExp]> = [
+      [['backup'], /missing required argument 'path'/],
+      [['copy'], /required option '--to <url>' not specified/],
+      [['export', '--json'], /--json needs --out/],
+      [['import', '--bogus'], /unknown option '--bogus'/]
+    ]
+    for (const [args, stderr] of cases) {
+      const r = await runCli(args, env)
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+      assert.match(r.stderr, stderr)
+      assert.equal(r.stdout, '')
+    }
+  })
+})
+
 describe('progress output', () => {
   it('draws a progress bar on a terminal and stays silent on a pipe', async (t) => {
     const dir = tempDir(t)
