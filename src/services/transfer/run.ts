@@ -26,10 +26,16 @@ const countOf = { setting: 'settings', apiKey: 'apiKeys', pet: 'pets', idempoten
 export class LineSink {
   private lines: string[] = []
   private size = 0
-  constructor (private readonly out: Writable) {}
+  private failed: Error | undefined
+
+  constructor (private readonly out: Writable) {
+    // E.g. EPIPE when the reader of stdout went away (`petstore export | head`): fail the export, not the process.
+    out.on('error', (err) => { this.failed ??= err })
+  }
 
   /** Returns a promise only when the chunk was written and the stream asked to wait. */
   write (line: string): Promise<void> | undefined {
+    this.check()
     this.lines.push(line)
     this.size += line.length + 1
     return this.size >= 65536 ? this.flush() : undefined
@@ -40,7 +46,12 @@ export class LineSink {
     const chunk = this.lines.join('\n') + '\n'
     this.lines = []
     this.size = 0
-    if (!this.out.write(chunk)) await once(this.out, 'drain')
+    if (!this.out.write(chunk)) await once(this.out, 'drain').catch((err: Error) => { this.failed ??= err })
+    this.check()
+  }
+
+  private check (): void {
+    if (this.failed !== undefined) throw new Error(`the output closed before the export was complete (${(this.failed as NodeJS.ErrnoException).code ?? this.failed.message})`)
   }
 }
 
