@@ -104,6 +104,19 @@ async function feed<R extends DataRecord> (records: AsyncIterable<R>, write: (r:
   progress.update(done)
 }
 
+/** Runs `fill` in the writer's transaction: commits when it succeeds, rolls back when anything fails. */
+async function committed (writer: TransferWriter, progress: Progress, fill: () => Promise<void>): Promise<void> {
+  try {
+    await fill()
+    await writer.commit()
+  } catch (err) {
+    await writer.rollback()
+    throw err
+  } finally {
+    progress.stop()
+  }
+}
+
 const isEmpty = (c: Counts) => c.apiKeys === 0 && c.pets === 0 && c.idempotencyKeys === 0
 const describe = (c: Counts) => `${c.pets} pets, ${c.apiKeys} API keys, ${c.idempotencyKeys} Idempotency-Keys`
 
@@ -119,19 +132,13 @@ export async function importExport (lines: AsyncIterator<Line>, writer: Transfer
   const file = await parseExport(lines)
   const existing = await writer.begin()
   const empty = isEmpty(existing)
-  try {
+  await committed(writer, opts.progress, async () => {
     if (!empty && !opts.intoNonempty) {
       throw new Error(`the target store is not empty (${describe(existing)}); import into an empty store, or pass --into-nonempty to add to it`)
     }
     opts.progress.start(total(file.header.counts), 'records')
     await feed(file.records, async (r) => { await writer.write(r, r.line, empty) }, opts.progress)
-    await writer.commit()
-  } catch (err) {
-    await writer.rollback()
-    throw err
-  } finally {
-    opts.progress.stop()
-  }
+  })
   return { kind: writer.kind, source: file.header.source, counts: file.header.counts, petsSha256: file.petsSha256(), intoNonempty: !empty }
 }
 
@@ -143,7 +150,7 @@ export async function copyStore (reader: TransferReader, writer: TransferWriter,
   const counts = await reader.begin(opts.liveSince)
   const existing = await writer.begin()
   const digest = new PetDigest()
-  try {
+  await committed(writer, opts.progress, async () => {
     if (!isEmpty(existing)) throw new Error(`the target store is not empty (${describe(existing)}); copy only into an empty store`)
     opts.progress.start(total(counts), 'records')
     await feed(allRecords(reader), async (r) => {
@@ -151,13 +158,7 @@ export async function copyStore (reader: TransferReader, writer: TransferWriter,
       await writer.write(r, undefined, true)
     }, opts.progress)
     await reader.end()
-    await writer.commit()
-  } catch (err) {
-    await writer.rollback()
-    throw err
-  } finally {
-    opts.progress.stop()
-  }
+  })
   return { kind: reader.kind, counts, petsSha256: digest.hex() }
 }
 
