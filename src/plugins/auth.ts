@@ -1,12 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
-import type { ApiKeyVerifier } from '../services/api-keys.js'
+import { ApiKeyVerifier } from '../services/api-keys.js'
+import type { Store } from '../store/store.js'
 import type { RateLimits } from './rate-limit.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Id of the API key that authenticated the request (0 before authentication). */
     apiKeyId: number
+  }
+  interface FastifyInstance {
+    /** The authentication policy, as an onRequest hook for the scope of the protected routes. */
+    authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
   }
 }
 
@@ -43,22 +49,22 @@ function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): numb
   return id
 }
 
-/** The id of the key the request carries; throws the 401 Error otherwise. */
-export async function authenticate (header: string | undefined, verifier: ApiKeyVerifier): Promise<number> {
-  return await resolveKey(header, verifier)
-}
-
 /**
- * Bearer authentication for every route of the scope it is installed on (and its 404/405 answers):
- * it runs first, before body parsing, validation or any lookup, so nothing leaks to a caller
- * without a valid key. Rate limits wrap it: an address over its failed-authentication budget is
- * refused before its key is looked at; a valid key is then counted against its own limit.
+ * The authentication policy: the one function that decides every request under /v1, known routes,
+ * unknown paths and methods (404/405), and URLs the router cannot decode alike (see routeBadUrls in
+ * errors.ts, which routes those through the same scope). In order:
+ * 1. an address that used up its failed-authentication budget is refused with 429 at once, before
+ *    its key is even parsed: it costs one Map lookup and never reaches the store;
+ * 2. the bearer key is parsed and verified (the verifier's cache, else one store lookup);
+ * 3. a failure is counted against the address (429 once over its budget, else 401);
+ * 4. a success sets `request.apiKeyId`, marks the response private, and is counted against the key
+ *    (429 once over its limit).
  */
-export function installBearerAuth (scope: FastifyInstance, verifier: ApiKeyVerifier, limits: RateLimits): void {
-  scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  return async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     limits.refuseBlockedAddress(request, reply)
     try {
-      request.apiKeyId = await authenticate(request.headers.authorization, verifier)
+      request.apiKeyId = await resolveKey(request.headers.authorization, verifier)
     } catch (err) {
       await limits.countFailure(request, reply)
       throw err
@@ -66,5 +72,20 @@ export function installBearerAuth (scope: FastifyInstance, verifier: ApiKeyVerif
     // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).
     reply.header('cache-control', 'no-store')
     await limits.countKeyUse(request, reply)
-  })
+  }
 }
+
+/**
+ * Bearer authentication over hashed API keys. Decorates the app with `authenticate`, the policy
+ * above, for the scope that holds the protected routes to install as its first onRequest hook
+ * (routes/v1.ts), so it runs before body parsing, validation or any lookup and nothing leaks to a
+ * caller without a valid key. Owns the key verifier: its last-use times are flushed on close.
+ */
+async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheTtlMs: number }): Promise<void> {
+  const verifier = new ApiKeyVerifier(opts.store, opts.keyCacheTtlMs)
+  app.decorateRequest('apiKeyId', 0)
+  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier))
+  app.addHook('onClose', async () => { await verifier.close() })
+}
+
+export default fp(bearerAuth, { name: 'petstore-auth', dependencies: ['petstore-rate-limit'] })

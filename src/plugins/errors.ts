@@ -1,12 +1,27 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingMessage } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
 import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreUnavailableError } from '../errors.js'
+import type { Store } from '../store/store.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * The 404/405 answer. The root scope uses it; a scope whose hooks must also run for its unknown
+     * paths (the /v1 scope: authentication first) sets it as its own not-found handler.
+     */
+    notFoundHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>
+  }
+}
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   (Object.entries(ERROR_CODES) as Array<[ErrorCode, { status: number }]>)
     .filter(([code]) => code !== 'invalid_parameter' && code !== 'invalid_json' && code !== 'bad_request')
     .map(([code, { status }]) => [status, code])
 )
+
+const BAD_URL_MESSAGE = 'the request path is not valid percent-encoded UTF-8'
 
 /** Maps anything thrown while handling a request to the one Error shape the API answers with. */
 export function toApiError (err: FastifyError | Error): ApiError {
@@ -23,7 +38,7 @@ export function toApiError (err: FastifyError | Error): ApiError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('invalid_parameter', 'Content-Length does not match the body')
     case 'FST_ERR_BAD_URL':
-      return new ApiError('invalid_parameter', 'the request path is not valid percent-encoded UTF-8')
+      return new ApiError('invalid_parameter', BAD_URL_MESSAGE)
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return new ApiError('invalid_parameter', 'a path parameter is too long')
   }
@@ -38,20 +53,6 @@ export function toApiError (err: FastifyError | Error): ApiError {
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.headers !== undefined) reply.headers(error.headers)
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody() satisfies ErrorBody)
-}
-
-/**
- * One error handler for the whole app, and 404/405 answers for unknown routes and methods.
- * 5xx details are logged with the request id, never sent.
- */
-export function installErrorHandling (app: FastifyInstance, onStoreError: () => void = () => {}): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof StoreUnavailableError) onStoreError()
-    const error = toApiError(err)
-    if (error.statusCode >= 500) request.log.error({ err }, 'request failed')
-    else if (error.code === 'internal_error') request.log.error({ err }, 'request failed')
-    return sendError(reply, error)
-  })
 }
 
 /** Every route, by method, to answer 405 with Allow instead of 404 when only the method is wrong. */
@@ -76,14 +77,78 @@ export class RouteTable {
   }
 }
 
-/** Answers a request no route took: 405 with Allow when the path exists for other methods, else 404. */
-export function notFound (routes: RouteTable) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
+/**
+ * Raw requests whose URL the router could not decode, re-dispatched with the URL made decodable
+ * (see routeBadUrls); the errorHandling plugin answers them once every scope's onRequest hooks ran.
+ */
+const badUrls = new WeakSet<IncomingMessage>()
+
+/**
+ * Fastify's `frameworkErrors` server option. A URL the router cannot percent-decode is refused by
+ * the router itself, before any hook: no request id header, no shutdown or overload check, and
+ * (under /v1) no authentication or rate limit. Instead of answering it here, apart from every
+ * plugin, it is routed again with each `%` of its path escaped, so it reaches the scope it
+ * addresses and passes through the very hooks any other request there passes through; the
+ * errorHandling plugin then answers 400 before the body is read. Anything else the router refuses
+ * (or a URL that is still undecodable) is answered here directly.
+ */
+export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> = (err, request, reply) => {
+  const raw = request.raw
+  const url = raw.url
+  if (err.code === 'FST_ERR_BAD_URL' && url !== undefined && !badUrls.has(raw)) {
+    badUrls.add(raw)
+    const query = url.indexOf('?')
+    const path = query === -1 ? url : url.slice(0, query)
+    raw.originalUrl = url // request.originalUrl: what the client sent, for the access log
+    raw.url = path.replaceAll('%', '%25') + (query === -1 ? '' : url.slice(query))
+    request.server.routing(raw, reply.raw)
+    return
+  }
+  reply.header('x-request-id', request.id)
+  reply.header('x-content-type-options', 'nosniff')
+  sendError(reply, toApiError(err))
+}
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** Set by Fastify when rewriteUrl is used, and by routeBadUrls: the URL as the client sent it. */
+    originalUrl?: string
+  }
+}
+
+/**
+ * One error handler for the whole app (5xx details logged with the request id, never sent), the
+ * 404/405 answers for unknown routes and methods, and the 400 for URLs the router cannot decode.
+ */
+async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, 'kind'> }): Promise<void> {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof StoreUnavailableError) app.metrics.storeErrors.inc({ store: opts.store.kind })
+    const error = toApiError(err)
+    if (error.statusCode >= 500 || error.code === 'internal_error') request.log.error({ err }, 'request failed')
+    return sendError(reply, error)
+  })
+
+  const routes = new RouteTable()
+  app.addHook('onRoute', (route) => {
+    // The CORS preflight catch-all answers OPTIONS anywhere; it must not turn 404s into 405s.
+    if (route.url !== '*' && route.url !== '/*') routes.record(route.method, route.url)
+  })
+  app.decorate('notFoundHandler', async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?', 1)[0]!
     const allowed = routes.allowedMethods(path)
     if (allowed.length > 0) {
       return sendError(reply, new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') }))
     }
     return sendError(reply, new ApiError('not_found', `no route ${request.method} ${path}`))
-  }
+  })
+  app.setNotFoundHandler(app.notFoundHandler)
+
+  // preParsing: after every onRequest hook of the scope the URL addresses (authentication under
+  // /v1), before the body is read, validated or routed to a handler.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    if (badUrls.has(request.raw)) done(new ApiError('invalid_parameter', BAD_URL_MESSAGE))
+    else done(null, payload)
+  })
 }
+
+export default fp(errorHandling, { name: 'petstore-errors', dependencies: ['petstore-observability'] })

@@ -1,11 +1,19 @@
 import fastifyRateLimit from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Metrics } from './metrics.js'
 
 type Limiter = ReturnType<FastifyInstance['createRateLimit']>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The two limits; the authentication policy (auth.ts) applies them. */
+    rateLimits: RateLimits
+  }
+}
 
 /**
  * Two limits, both fixed windows counted by @fastify/rate-limit (in Redis when REDIS_URL is set, so
@@ -129,3 +137,15 @@ export class RateLimits {
     return new ApiError('rate_limited', message, { 'retry-after': String(seconds) })
   }
 }
+
+/**
+ * The rate-limit plugin: registers @fastify/rate-limit, connects to Redis when REDIS_URL is set
+ * (disconnected when the app closes; unreachable at start: the start fails naming REDIS_URL), and
+ * decorates the app with `rateLimits`. It decides nothing by itself: the authentication policy
+ * (auth.ts) says when each limit is checked and counted.
+ */
+async function rateLimitPlugin (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
+  app.decorate('rateLimits', await RateLimits.install(app, opts.config, app.metrics))
+}
+
+export default fp(rateLimitPlugin, { name: 'petstore-rate-limit', dependencies: ['petstore-observability'] })

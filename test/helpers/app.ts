@@ -118,6 +118,8 @@ export async function buildTestApp (t: TestContext, opts: {
   dir?: string
   /** Another app: this app then shares its database, of either kind (a second instance). */
   sameDatabaseAs?: TestApp
+  /** What the app is given instead of the store itself, e.g. the store instrumented to count its calls. */
+  wrapStore?: (store: Store) => Store
 } & Pick<AppOptions, 'logger' | 'pressureSampleIntervalMs'> = {}): Promise<TestApp> {
   const kind = opts.sameDatabaseAs?.kind ?? opts.store ?? 'sqlite'
   const dir = opts.sameDatabaseAs?.dir ?? opts.dir ?? tempDir(t)
@@ -140,7 +142,7 @@ export async function buildTestApp (t: TestContext, opts: {
   const metrics = new Metrics(store)
   app = await buildApp({
     config,
-    store,
+    store: opts.wrapStore?.(store) ?? store,
     metrics,
     ...(opts.now !== undefined ? { now: opts.now } : {}),
     ...(opts.logger !== undefined ? { logger: opts.logger } : {}),

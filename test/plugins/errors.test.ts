@@ -46,6 +46,21 @@ describe('unknown routes and methods', () => {
     const res = await ta.app.inject({ url: '/v1/pets/%zz', headers: { ...ta.auth, 'x-request-id': 'bad-url-1' } })
     assertError(res, 400, 'invalid_parameter', message)
     assert.equal(res.headers['x-request-id'], 'bad-url-1')
+    // It passed through the same plugins as any other /v1 request: hardening, authentication, key counting.
+    assert.equal(res.headers['x-content-type-options'], 'nosniff')
+    assert.equal(res.headers['cache-control'], 'no-store')
+    assert.match(String(res.headers.ratelimit), /^"key";r=\d+;t=\d+$/)
+  })
+
+  it('logs and counts a path with broken percent-encoding like any other request, with the URL as sent', async (t) => {
+    const lines: string[] = []
+    const stream = new Writable({ write (chunk, _enc, done) { lines.push(String(chunk)); done() } })
+    const ta = await buildTestApp(t, { logger: { level: 'info', stream } })
+    assert.equal((await ta.app.inject({ url: '/v1/%ff?limit=1', headers: { ...ta.auth, 'x-request-id': 'bad-url-2' } })).statusCode, 400)
+    const line = lines.map(l => JSON.parse(l) as Record<string, unknown>).find(l => l.reqId === 'bad-url-2')
+    assert.ok(line !== undefined, 'no access log line')
+    assert.deepEqual([line.msg, line.url, line.status, line.method], ['request completed', '/v1/%ff?limit=1', 400, 'GET'])
+    assert.match(await ta.metrics.registry.metrics(), /petstore_http_requests_total\{method="GET",route="unmatched",status="400"\} 1/)
   })
 })
 

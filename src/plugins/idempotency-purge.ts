@@ -1,0 +1,26 @@
+import type { FastifyInstance } from 'fastify'
+import type { Store } from '../store/store.js'
+
+export interface IdempotencyPurgeOptions {
+  store: Pick<Store, 'purgeIdempotencyKeys'>
+  /** How long an Idempotency-Key is remembered. */
+  ttlMs: number
+  now: () => number
+  everyMs?: number
+}
+
+/**
+ * Deletes expired Idempotency-Key records every hour. Expired records are already ignored by the
+ * store; this only keeps the table small. The timer never keeps the process alive and stops on close.
+ */
+export default async function idempotencyPurge (app: FastifyInstance, opts: IdempotencyPurgeOptions): Promise<void> {
+  const timer = setInterval(() => {
+    opts.store.purgeIdempotencyKeys(new Date(opts.now() - opts.ttlMs))
+      .catch((err: unknown) => app.log.warn({ err }, 'purging expired idempotency keys failed'))
+  }, opts.everyMs ?? 3600000)
+  timer.unref()
+  app.addHook('onClose', (_app, done) => {
+    clearInterval(timer)
+    done()
+  })
+}

@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { redactUrl } from '../services/redact.js'
+import type { Metrics } from './metrics.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Prometheus counters of this app; plugins count what they refuse (rate limits, overload, store errors). */
+    metrics: Metrics
+  }
+}
+
+/**
+ * The access log and the request metrics: one `request completed` line per request, with what an
+ * operator needs and nothing secret (no header, no body; keys in the URL redacted), and the request
+ * counted by method, route template and status. Fastify's own request logging is off (app.ts).
+ */
+async function observability (app: FastifyInstance, opts: { metrics: Metrics }): Promise<void> {
+  const { metrics } = opts
+  app.decorate('metrics', metrics)
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.observe(request, reply)
+    request.log.info({
+      keyId: request.apiKeyId === 0 ? undefined : request.apiKeyId,
+      method: request.method,
+      route: request.routeOptions.url,
+      url: redactUrl(request.originalUrl),
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100
+    }, 'request completed')
+    done()
+  })
+}
+
+export default fp(observability, { name: 'petstore-observability' })
