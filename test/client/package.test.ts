@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { describe, it } from 'node:test'
@@ -136,5 +136,29 @@ describe('@petstore/client as a package', () => {
     })
     const cjs = JSON.parse((await run(process.execPath, [join(project, 'out/check.cjs'), baseUrl, key], { cwd: project })).stdout)
     assert.deepEqual(cjs, { name: 'Packed', categoryId: '9007199254740993' })
+  })
+
+  it('installs from a folder of a fresh clone (no root node_modules): prepare installs its own dependencies and builds', { timeout: 300_000 }, async (t) => {
+    const scratch = mkdtempSync(join(tmpdir(), 'petstore-client-folder-'))
+    t.after(() => rmSync(scratch, { recursive: true, force: true }))
+    // The package folder as a clone has it: sources only, nothing built or installed, no enclosing node_modules.
+    const folder = join(scratch, 'clone/packages/client')
+    cpSync(CLIENT_DIR, folder, { recursive: true, filter: src => !/[/\\](dist|node_modules)$/.test(src) && !src.endsWith('.tgz') })
+    assert.ok(!existsSync(join(folder, 'dist')))
+
+    const project = join(scratch, 'app')
+    await run('mkdir', ['-p', project])
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'integrator', version: '1.0.0', private: true, type: 'module' }))
+    await npm(project, ['install', '--prefer-offline', '--no-audit', '--no-fund', folder])
+    assert.ok(existsSync(join(folder, 'dist/esm/index.js')) && existsSync(join(folder, 'dist/cjs/index.js')), 'prepare built dist in the folder')
+
+    const esm = "import { createClient, PetstoreConnectionError } from '@petstore/client'\n" +
+      "const e = await createClient({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k' }).listPets().catch(x => x)\n" +
+      'console.log(e instanceof PetstoreConnectionError ? e.code : String(e))\n'
+    const cjs = "const { parseRetryAfter } = require('@petstore/client')\nconsole.log(parseRetryAfter('3'))\n"
+    writeFileSync(join(project, 'esm.mjs'), esm)
+    writeFileSync(join(project, 'cjs.cjs'), cjs)
+    assert.equal((await run(process.execPath, ['esm.mjs'], { cwd: project })).stdout.trim(), 'connection_failed')
+    assert.equal((await run(process.execPath, ['cjs.cjs'], { cwd: project })).stdout.trim(), '3000')
   })
 })
