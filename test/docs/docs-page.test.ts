@@ -122,6 +122,14 @@ describe('/docs', () => {
       assert.doesNotMatch(listText, /9007199254740992/)
       assert.match(await listPets.locator('.request-url').first().innerText(), new RegExp(`\\n${origin.replace(/\./g, '\\.')}/v1/pets\\?limit=20$`), 'the call went to the host name the reader used')
 
+      // The health checks' server is the relative "/": the call goes to /healthz of the same origin.
+      const liveness = operation(page, 'liveness')
+      await liveness.locator('.opblock-summary').click()
+      await liveness.locator('.execute').click()
+      await liveness.locator('.live-responses-table tbody .response-col_status').first().waitFor()
+      assert.equal((await liveness.locator('.live-responses-table tbody .response-col_status').first().innerText()).trim(), '200')
+      assert.match(await liveness.locator('.request-url').first().innerText(), new RegExp(`\\n${origin.replace(/\./g, '\\.')}/healthz$`))
+
       // Create through the page: the typed body goes out as typed, the 201 comes back exact.
       const createPetOp = operation(page, 'createPet')
       await createPetOp.locator('.opblock-summary').click()
