@@ -4,7 +4,8 @@
 // What the suite starts itself (README, "Tests"): a PostgreSQL cluster (one throwaway cluster serves
 // the whole run; each test makes its own database in it; its admin URL reaches the tests as
 // PETSTORE_TEST_PG_URL; set that variable yourself to use a server of your own, whose user needs
-// CREATEDB), redis-server, Chromium, strace. A test file names what it needs in a line comment
+// CREATEDB), a PgBouncer in transaction mode in front of it (PETSTORE_TEST_PGBOUNCER_URL, or set
+// it to a pooler of your own), redis-server, Chromium, strace. A test file names what it needs in a line comment
 // `// requires: redis-server, chromium` among its first lines. When a component is missing:
 // under CI=true the run fails at once, naming it; elsewhere the files that need it do not run (and
 // the store-looped suites run on SQLite only without PostgreSQL), and the end of the output says
@@ -17,6 +18,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findPgBin, startCluster } from './pg-cluster.mjs'
+import { findPgBouncer, startPgBouncer } from './pgbouncer.mjs'
 
 function walk (dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap(e =>
@@ -35,6 +37,13 @@ const COMPONENTS = {
       try { findPgBin(); return true } catch { return false }
     },
     get: 'apt-get install postgresql (server binaries; or set PG_BIN, or PETSTORE_TEST_PG_URL to a server of your own)'
+  },
+  pgbouncer: {
+    present: () => {
+      if (process.env.PETSTORE_TEST_PGBOUNCER_URL) return true
+      try { findPgBouncer(); return true } catch { return false }
+    },
+    get: 'apt-get install pgbouncer (or set PGBOUNCER_BIN, or PETSTORE_TEST_PGBOUNCER_URL to a pooler of your own in front of PETSTORE_TEST_PG_URL)'
   },
   'redis-server': { present: () => onPath('redis-server'), get: 'apt-get install redis-server' },
   chromium: { present: () => onPath('chromium'), get: 'apt-get install chromium (Debian\'s; never `npx playwright install`)' },
@@ -80,6 +89,16 @@ if (env.PETSTORE_TEST_PG_URL === undefined && !missing.includes('postgresql')) {
   cluster = await startCluster()
   env.PETSTORE_TEST_PG_URL = cluster.url
 }
+let pooler
+if (env.PETSTORE_TEST_PGBOUNCER_URL === undefined && !missing.includes('pgbouncer') && env.PETSTORE_TEST_PG_URL !== undefined) {
+  try {
+    pooler = await startPgBouncer(env.PETSTORE_TEST_PG_URL)
+  } catch (err) {
+    await cluster?.destroy()
+    throw err
+  }
+  env.PETSTORE_TEST_PGBOUNCER_URL = pooler.url
+}
 
 let code = 0
 if (files.length > 0) {
@@ -88,6 +107,7 @@ if (files.length > 0) {
   for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(sig, () => child.kill(sig))
   code = await new Promise(resolve => child.once('exit', (c, s) => resolve(c ?? (s === null ? 1 : 128))))
 }
+await pooler?.destroy()
 if (cluster !== undefined) await cluster.destroy()
 
 let signals = ''
@@ -105,6 +125,7 @@ if (missing.length > 0) {
   for (const name of missing) {
     console.error(`\n  ${name} — get it with: ${COMPONENTS[name].get}`)
     if (name === 'postgresql') console.error('    the store-looped suites ran on SQLite only (their PostgreSQL half did not run)')
+    if (name === 'pgbouncer') console.error('    the store-looped suites did not run through the pooler')
     const list = notRun.get(name)
     if (list.length > 0) console.error(`    these files did not run:\n${list.map(f => `      ${f}`).join('\n')}`)
   }

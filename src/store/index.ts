@@ -5,10 +5,10 @@ import type { Store } from './store.js'
 
 export type { Store } from './store.js'
 
-export type StoreConfig = Pick<Config, 'database' | 'sqliteSynchronous' | 'pgPoolMax' | 'pgStatementTimeoutMs' | 'pgConnectTimeoutMs'>
+export type StoreConfig = Pick<Config, 'database' | 'sqliteSynchronous' | 'pgPoolMax' | 'pgStatementTimeoutMs' | 'pgConnectTimeoutMs' | 'pgPreparedStatements'>
 
 function pgOptions (url: string, config: StoreConfig) {
-  return { url, poolMax: config.pgPoolMax, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs }
+  return { url, poolMax: config.pgPoolMax, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs, preparedStatements: config.pgPreparedStatements }
 }
 
 /** Opens the store DATABASE_URL names, applying pending migrations first. */

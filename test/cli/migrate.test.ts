@@ -17,8 +17,10 @@ for (const store of STORES) {
 }
 
 describe('petstore migrate [postgres, unreachable]', () => {
-  it('exits 1 saying the database is unavailable, without driver text', async () => {
-    const res = await runCli(['migrate'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PG_CONNECT_TIMEOUT_MS: '500' })
-    assert.deepEqual([res.code, res.stdout, res.stderr], [1, '', 'petstore: the database is unavailable\n'])
+  it('exits 1 naming the host, port, cause and setting to look at, never the password', async () => {
+    const res = await runCli(['migrate'], { DATABASE_URL: 'postgres://postgres:pw-9f3a@127.0.0.1:1/none', PG_CONNECT_TIMEOUT_MS: '500' })
+    assert.deepEqual([res.code, res.stdout], [1, ''])
+    assert.match(res.stderr, /^petstore: .*PostgreSQL at 127\.0\.0\.1:1 \(database "none", user "postgres"\): connection refused \(ECONNREFUSED\); check the host and port in DATABASE_URL, and that PostgreSQL \(or the pooler\) is running there\n$/)
+    assert.doesNotMatch(res.stderr, /pw-9f3a/)
   })
 })

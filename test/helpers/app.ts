@@ -14,9 +14,12 @@
  *   }
  *
  * `buildTestApp(t)` without `store` is SQLite. For a test that needs a DATABASE_URL rather than an
- * app (CLI, server processes), `testDatabaseUrl(t, store)` gives a fresh database of either kind.
+ * app (CLI, server processes), `testDatabaseUrl(t, store)` gives a fresh database of any kind.
  * PostgreSQL comes from the one throwaway cluster `npm test` starts (scripts/run-tests.mjs) and
  * passes as PETSTORE_TEST_PG_URL; each call makes its own database there, dropped when the test ends.
+ * `pgbouncer` is the same PostgreSQL reached through PgBouncer in transaction mode with its stock
+ * startup-parameter policy (started by run-tests.mjs too, PETSTORE_TEST_PGBOUNCER_URL), as most
+ * multi-instance deployments reach it.
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
@@ -36,14 +39,20 @@ import { openStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
 import { checkResponse } from './conformance.js'
 
-export type StoreKind = 'sqlite' | 'postgres'
+export type StoreKind = 'sqlite' | 'postgres' | 'pgbouncer'
+/** The ways the tests reach PostgreSQL: directly, or through the pooler. */
+export type PgRoute = Exclude<StoreKind, 'sqlite'>
+const MISSING = (process.env.PETSTORE_TEST_MISSING ?? '').split(',')
 /**
- * The stores every store-facing suite runs on. PostgreSQL drops out only where scripts/run-tests.mjs
- * found no PostgreSQL on a developer machine (never under CI=true) and says so at the end of the run.
+ * The routes to PostgreSQL the PostgreSQL suites take. One drops out only where scripts/run-tests.mjs
+ * found no PostgreSQL (or no PgBouncer) on a developer machine (never under CI=true) and says so at
+ * the end of the run.
  */
-export const STORES: readonly StoreKind[] = (process.env.PETSTORE_TEST_MISSING ?? '').split(',').includes('postgresql')
-  ? ['sqlite']
-  : ['sqlite', 'postgres']
+export const PG_ROUTES: readonly PgRoute[] = MISSING.includes('postgresql')
+  ? []
+  : MISSING.includes('pgbouncer') ? ['postgres'] : ['postgres', 'pgbouncer']
+/** The stores every store-facing suite runs on: SQLite, and PostgreSQL by each route. */
+export const STORES: readonly StoreKind[] = ['sqlite', ...PG_ROUTES]
 
 export interface TestApp {
   app: FastifyInstance
@@ -76,16 +85,26 @@ export function testClusterUrl (): string {
   return url
 }
 
+/** The PgBouncer in front of the test cluster (its admin URL with the pooler's port). */
+export function testPoolerUrl (): string {
+  const url = process.env.PETSTORE_TEST_PGBOUNCER_URL
+  if (url === undefined || url === '') {
+    throw new Error('PETSTORE_TEST_PGBOUNCER_URL is not set: run the tests with `npm test`, which starts PgBouncer for them (apt-get install pgbouncer)')
+  }
+  return url
+}
+
 function adminPool (): pg.Pool {
   admin ??= new pg.Pool({ connectionString: testClusterUrl(), max: 2, allowExitOnIdle: true })
   return admin
 }
 
 /**
- * A fresh, empty PostgreSQL database in the test cluster; its URL. Dropped (its connections
- * closed by force) when the test ends, after whatever `cleanup` the caller passes.
+ * A fresh, empty PostgreSQL database in the test cluster; its URL, direct or through PgBouncer
+ * (`route`). Dropped (its connections closed by force) when the test ends, after whatever
+ * `cleanup` the caller passes.
  */
-export async function createTestDatabase (t: TestContext, cleanup?: () => Promise<unknown>): Promise<string> {
+export async function createTestDatabase (t: TestContext, cleanup?: () => Promise<unknown>, route: PgRoute = 'postgres'): Promise<string> {
   const name = `petstore_t_${process.pid}_${randomBytes(6).toString('hex')}`
   await adminPool().query(`CREATE DATABASE ${name}`)
   t.after(async () => {
@@ -95,14 +114,14 @@ export async function createTestDatabase (t: TestContext, cleanup?: () => Promis
       await adminPool().query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     }
   })
-  const url = new URL(testClusterUrl())
+  const url = new URL(route === 'pgbouncer' ? testPoolerUrl() : testClusterUrl())
   url.pathname = `/${name}`
   return url.href
 }
 
 /** A DATABASE_URL for a fresh database of the given kind (SQLite: a file in `dir`, or a new temp dir). */
 export async function testDatabaseUrl (t: TestContext, store: StoreKind, dir?: string): Promise<string> {
-  if (store === 'postgres') return await createTestDatabase(t)
+  if (store !== 'sqlite') return await createTestDatabase(t, undefined, store)
   return `sqlite:${join(dir ?? tempDir(t), 'petstore.db')}`
 }
 
@@ -126,8 +145,8 @@ export async function buildTestApp (t: TestContext, opts: {
   let app: FastifyInstance | undefined
   const databaseUrl = opts.sameDatabaseAs !== undefined
     ? opts.sameDatabaseAs.databaseUrl
-    : kind === 'postgres'
-      ? await createTestDatabase(t, async () => await app?.close())
+    : kind !== 'sqlite'
+      ? await createTestDatabase(t, async () => await app?.close(), kind)
       : `sqlite:${join(dir, 'petstore.db')}`
   // Overload shedding is off unless a test asks for it: a loaded CI machine must not shed test requests.
   // So is the per-address limit on failed authentication: suites that send hundreds of bad keys from
@@ -149,7 +168,7 @@ export async function buildTestApp (t: TestContext, opts: {
     ...(opts.pressureSampleIntervalMs !== undefined ? { pressureSampleIntervalMs: opts.pressureSampleIntervalMs } : {})
   })
   // A PostgreSQL app of its own is closed by its database's cleanup, just before the drop.
-  if (kind !== 'postgres' || opts.sameDatabaseAs !== undefined) t.after(() => app?.close())
+  if (kind === 'sqlite' || opts.sameDatabaseAs !== undefined) t.after(() => app?.close())
   checkEveryResponse(app)
   const { key } = await createApiKey(store, 'test')
   return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir, kind, databaseUrl, metrics }
@@ -177,7 +196,7 @@ type PetRow = { id: bigint, name: string, category_id: bigint, status: string }
 
 /** Every pet in the store, read straight from the database (not through the API or store under test). */
 export async function petsInDb (ta: TestApp): Promise<PetRow[]> {
-  if (ta.kind === 'postgres') {
+  if (ta.kind !== 'sqlite') {
     const client = new pg.Client({ connectionString: ta.databaseUrl })
     await client.connect()
     try {
@@ -198,7 +217,7 @@ export async function petsInDb (ta: TestApp): Promise<PetRow[]> {
 
 /** Deletes a pet behind the service's back (the API has no delete), straight in the database. */
 export async function deletePetInDb (ta: TestApp, id: number | bigint): Promise<void> {
-  if (ta.kind === 'postgres') {
+  if (ta.kind !== 'sqlite') {
     const client = new pg.Client({ connectionString: ta.databaseUrl })
     await client.connect()
     try {

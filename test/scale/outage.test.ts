@@ -1,9 +1,10 @@
-// requires: postgresql
+// requires: postgresql, pgbouncer
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { startCluster, type Cluster } from '../../scripts/pg-cluster.mjs'
+import { startPgBouncer, type PgBouncer } from '../../scripts/pgbouncer.mjs'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
@@ -15,22 +16,28 @@ interface Outcome { status: number, body: { id?: number, code?: string, message?
 const HANG_MS = 15000
 const UNAVAILABLE = { code: 'service_unavailable', message: 'the store is unavailable; retry later', status: 503 }
 
-/** The app over a PostgreSQL cluster of its own (these tests stop it), with short timeouts. */
-async function appOnOwnCluster (t: TestContext): Promise<{ cluster: Cluster, app: FastifyInstance, headers: Record<string, string> }> {
+/**
+ * The app over a PostgreSQL cluster of its own (these tests stop it), with short timeouts; with
+ * `pooler`, through a PgBouncer of its own in front of that cluster (transaction mode; it retries a
+ * failed server login after 1 s instead of its default 15 s, to keep the test short).
+ */
+async function appOnOwnCluster (t: TestContext, pooler = false): Promise<{ cluster: Cluster, bouncer?: PgBouncer, app: FastifyInstance, headers: Record<string, string> }> {
   const cluster = await startCluster({ maxConnections: 50 })
   t.after(() => cluster.destroy())
+  const bouncer = pooler ? await startPgBouncer(cluster.url, { server_login_retry: 1 }) : undefined
+  if (bouncer !== undefined) t.after(() => bouncer.destroy())
   const admin = new pg.Client({ connectionString: cluster.url })
   await admin.connect()
   await admin.query('CREATE DATABASE outage')
   await admin.end()
-  const url = new URL(cluster.url)
+  const url = new URL(bouncer?.url ?? cluster.url)
   url.pathname = '/outage'
   const config = loadConfig({ DATABASE_URL: url.href, PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '500' })
   const store = await openStore(config)
   const app = await buildApp({ config, store })
   t.after(() => app.close())
   const { key } = await createApiKey(store, 'outage')
-  return { cluster, app, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }
+  return { cluster, ...(bouncer !== undefined ? { bouncer } : {}), app, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }
 }
 
 /** Six clients creating pets without pause, recording every answer, until stopped. */
@@ -110,5 +117,17 @@ describe('PostgreSQL outage', () => {
       // Thawed before the cleanup, which stops the server.
       if (frozen) cluster.signal('SIGCONT')
     }
+  })
+})
+
+describe('PostgreSQL outage through PgBouncer', () => {
+  it('answers 503 Errors while PostgreSQL behind the pooler is stopped and 201s again once it is back', async (t) => {
+    const { cluster, app, headers } = await appOnOwnCluster(t, true)
+    await throughOutage(app, headers, () => cluster.stop(), () => cluster.start())
+  })
+
+  it('answers 503 Errors while the pooler itself is down and 201s again once it is back', async (t) => {
+    const { bouncer, app, headers } = await appOnOwnCluster(t, true)
+    await throughOutage(app, headers, () => bouncer!.stop(), () => bouncer!.start())
   })
 })

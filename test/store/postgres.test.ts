@@ -1,75 +1,210 @@
-// requires: postgresql
+// requires: postgresql, pgbouncer
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
-import { describe, it } from 'node:test'
+import { describe, it, type TestContext } from 'node:test'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import { openStore } from '../../src/store/index.js'
+import { PgDatabase } from '../../src/store/postgres/connection.js'
 import { PET_INSERT_LOCK_KEY } from '../../src/store/postgres/index.js'
-import { createTestDatabase } from '../helpers/app.js'
+import { PG_ROUTES, createTestDatabase, testClusterUrl } from '../helpers/app.js'
+import { startPgBouncer, type PgBouncer } from '../../scripts/pgbouncer.mjs'
 
-describe('PostgreSQL store', () => {
-  it('runs with synchronous_commit on and parses int8 to BigInt', async (t) => {
-    const url = await createTestDatabase(t)
-    const store = await openStore(loadConfig({ DATABASE_URL: url }))
-    try {
-      const pool = (store as unknown as { pool: pg.Pool }).pool
-      const res = await pool.query<{ sc: string, n: bigint }>("SELECT current_setting('synchronous_commit') AS sc, 9007199254740993::int8 AS n")
-      assert.deepEqual(res.rows[0], { sc: 'on', n: 9007199254740993n })
-    } finally {
-      await store.close()
-    }
-  })
+/** A PgBouncer of the test's own (transaction mode, stock startup-parameter policy) with `settings`. */
+async function ownPgBouncer (t: TestContext, settings: Record<string, string | number> = {}): Promise<PgBouncer> {
+  const b = await startPgBouncer(testClusterUrl(), settings)
+  t.after(async () => await b.destroy())
+  return b
+}
 
-  it('makes a create wait while another instance holds ids it has not committed yet', async (t) => {
-    // The other instance's insert, caught mid-transaction: it holds the insert lock and an id.
-    const url = await createTestDatabase(t)
-    const store = await openStore(loadConfig({ DATABASE_URL: url }))
-    const other = new pg.Client({ connectionString: url })
-    await other.connect()
-    try {
-      await other.query('BEGIN')
-      await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
-      const held = await other.query<{ id: string }>("INSERT INTO pets (name, category_id, status) VALUES ('\\x6f6c64'::bytea, 1, 'available') RETURNING id")
-      let settled = false
-      const creating = store.createPet({ name: 'new', categoryId: 2n, status: 'available' }).finally(() => { settled = true })
-      // Wait until the create is queued behind the lock (seen by the server), or has wrongly finished.
-      for (;;) {
-        const waiting = await other.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-        if (waiting.rows[0].n > 0 || settled) break
-        await new Promise(resolve => setTimeout(resolve, 20))
-      }
-      assert.equal(settled, false, 'a create finished while a lower id was still uncommitted')
-      assert.deepEqual(await store.listPets({ afterId: null, limit: 10, status: undefined }), [])
-      await other.query('COMMIT')
-      const pet = await creating
-      assert.equal(pet.id, BigInt(held.rows[0]!.id) + 1n)
-      const walk = await store.listPets({ afterId: null, limit: 10, status: undefined })
-      assert.deepEqual(walk.map(p => [p.id, p.name]), [[pet.id - 1n, 'old'], [pet.id, 'new']])
-    } finally {
-      await other.end()
-      await store.close()
-    }
-  })
+/** `url` with another host:port (the database, user and password kept). */
+function via (url: string, through: string): string {
+  const u = new URL(url)
+  const o = new URL(through)
+  u.host = o.host
+  return u.href
+}
 
-  it('answers StoreUnavailableError, promptly, when nothing listens at the URL', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const srv = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = srv.address() as { port: number }
-        srv.close(() => resolve(port))
-      })
+async function freePort (): Promise<number> {
+  return await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => resolve(port))
     })
-    await assert.rejects(openStore(loadConfig({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x` })), StoreUnavailableError)
+  })
+}
+
+/** Admin SQL on the test cluster, directly. */
+async function adminQuery<R extends pg.QueryResultRow> (url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query<R>(text, values)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+function pgOptions (url: string, over: Partial<ConstructorParameters<typeof PgDatabase>[0]> = {}): ConstructorParameters<typeof PgDatabase>[0] {
+  return { url, poolMax: 2, statementTimeoutMs: 5000, connectTimeoutMs: 2000, preparedStatements: false, ...over }
+}
+
+for (const route of PG_ROUTES) {
+  describe(`PostgreSQL store [${route}]`, () => {
+    it('runs every write transaction with synchronous_commit on and its timeouts, whatever the server defaults', async (t) => {
+      const url = await createTestDatabase(t, undefined, route)
+      const direct = via(url, testClusterUrl())
+      const name = new URL(url).pathname.slice(1)
+      // Defaults a careless role or database could carry: the service must not depend on them.
+      await adminQuery(direct, `ALTER DATABASE ${name} SET synchronous_commit = off`)
+      await adminQuery(direct, `ALTER DATABASE ${name} SET statement_timeout = 0`)
+      const db = new PgDatabase(pgOptions(url, { statementTimeoutMs: 1234 }))
+      t.after(async () => await db.end())
+      const sql = "SELECT current_setting('synchronous_commit') AS sc, current_setting('statement_timeout') AS st, current_setting('idle_in_transaction_session_timeout') AS idle, 9007199254740993::int8 AS n"
+      const outside = await db.query<{ sc: string, st: string }>({ text: sql })
+      assert.deepEqual([outside.rows[0]!.sc, outside.rows[0]!.st], ['off', '0'], 'the server defaults this test overrides')
+      const [inside] = await db.transaction([{ text: sql }])
+      assert.deepEqual(inside!.rows[0], { sc: 'on', st: '1234ms', idle: '2234ms', n: 9007199254740993n })
+    })
+
+    it('cuts a write that waits too long for the insert lock with the server statement_timeout', async (t) => {
+      const url = await createTestDatabase(t, undefined, route)
+      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300' }))
+      const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
+      await other.connect()
+      try {
+        await other.query('BEGIN')
+        await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
+        const err = await store.createPet({ name: 'late', categoryId: 1n, status: 'available' }).then(() => undefined, (e: unknown) => e)
+        assert.ok(err instanceof StoreUnavailableError, String(err))
+        // 57014 query_canceled: the server cancelled it (not the client's later, coarser bound).
+        assert.equal((err.cause as { code?: string }).code, '57014')
+        await other.query('ROLLBACK')
+        assert.equal((await store.createPet({ name: 'after', categoryId: 1n, status: 'available' })).name, 'after')
+      } finally {
+        await other.end()
+        await store.close()
+      }
+    })
+
+    it('makes a create wait while another instance holds ids it has not committed yet', async (t) => {
+      // The other instance's insert, caught mid-transaction: it holds the insert lock and an id.
+      const url = await createTestDatabase(t, undefined, route)
+      const store = await openStore(loadConfig({ DATABASE_URL: url }))
+      const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
+      await other.connect()
+      try {
+        await other.query('BEGIN')
+        await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
+        const held = await other.query<{ id: string }>("INSERT INTO pets (name, category_id, status) VALUES ('\\x6f6c64'::bytea, 1, 'available') RETURNING id")
+        let settled = false
+        const creating = store.createPet({ name: 'new', categoryId: 2n, status: 'available' }).finally(() => { settled = true })
+        // Wait until the create is queued behind the lock (seen by the server), or has wrongly finished.
+        for (;;) {
+          const waiting = await other.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+          if (waiting.rows[0].n > 0 || settled) break
+          await new Promise(resolve => setTimeout(resolve, 20))
+        }
+        assert.equal(settled, false, 'a create finished while a lower id was still uncommitted')
+        assert.deepEqual(await store.listPets({ afterId: null, limit: 10, status: undefined }), [])
+        await other.query('COMMIT')
+        const pet = await creating
+        assert.equal(pet.id, BigInt(held.rows[0]!.id) + 1n)
+        const walk = await store.listPets({ afterId: null, limit: 10, status: undefined })
+        assert.deepEqual(walk.map(p => [p.id, p.name]), [[pet.id - 1n, 'old'], [pet.id, 'new']])
+      } finally {
+        await other.end()
+        await store.close()
+      }
+    })
+
+    it('leaves no advisory lock held once migrations ran, however many ran at once', async (t) => {
+      const url = await createTestDatabase(t, undefined, route)
+      const stores = await Promise.all([1, 2, 3].map(async () => await openStore(loadConfig({ DATABASE_URL: url }))))
+      try {
+        const locks = await adminQuery<{ n: number }>(testClusterUrl(), "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'")
+        assert.equal(locks[0]!.n, 0)
+      } finally {
+        await Promise.all(stores.map(async s => await s.close()))
+      }
+    })
+  })
+}
+
+describe('PostgreSQL store through a transaction-mode pooler', () => {
+  it('is refused by the pooler for a startup parameter, and says which setting to look at', async (t) => {
+    const url = await createTestDatabase(t, undefined, 'pgbouncer')
+    const u = new URL(url)
+    u.searchParams.set('options', '-c statement_timeout=1000')
+    const err = await openStore(loadConfig({ DATABASE_URL: u.href })).then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof StoreUnavailableError, String(err))
+    assert.match(err.message, /^PostgreSQL at 127\.0\.0\.1:\d+ \(database "petstore_t_\w+", user "postgres"\): FATAL 08P01 unsupported startup parameter: options; check the pooler's ignore_startup_parameters/)
   })
 
-  it('answers StoreUnavailableError when the server accepts but never answers', async (t) => {
+  it('shares server connections between instances only with PG_PREPARED_STATEMENTS off', async (t) => {
+    // One server connection for everyone: a statement one instance prepares is there for the next.
+    const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
+    const url = via(await createTestDatabase(t), bouncer.url)
+    const open = async (prepared: string) => await Promise.all([1, 2].map(async () =>
+      await openStore(loadConfig({ DATABASE_URL: url, PG_PREPARED_STATEMENTS: prepared }))))
+    const reads = async (stores: Array<Awaited<ReturnType<typeof openStore>>>) =>
+      await Promise.allSettled(stores.map(async s => await s.getPet(1n)))
+
+    const safe = await open('off')
+    try {
+      assert.deepEqual((await reads(safe)).map(r => r.status), ['fulfilled', 'fulfilled'])
+    } finally {
+      await Promise.all(safe.map(async s => await s.close()))
+    }
+    // The failure the setting exists for: with named statements, the second instance's PREPARE
+    // meets the first's on the shared server connection.
+    const named = await open('on')
+    try {
+      const outcome = await reads(named)
+      const failed = outcome.find(r => r.status === 'rejected') as PromiseRejectedResult | undefined
+      assert.match(String(failed?.reason?.message), /prepared statement "get_pet" already exists/)
+    } finally {
+      await Promise.all(named.map(async s => await s.close()))
+    }
+  })
+
+  it('names the authentication failure, the user and the setting, never the password', async (t) => {
+    const bouncer = await ownPgBouncer(t, { auth_type: 'plain' })
+    const u = new URL(via(await createTestDatabase(t), bouncer.url))
+    u.password = 'not-the-password-9f3a'
+    const err = await openStore(loadConfig({ DATABASE_URL: u.href })).then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof StoreUnavailableError, String(err))
+    assert.match(err.message, /^PostgreSQL at 127\.0\.0\.1:\d+ \(database "\w+", user "postgres"\): FATAL 08P01 password authentication failed; check the user and password in DATABASE_URL/)
+    assert.doesNotMatch(err.message, /not-the-password/)
+  })
+})
+
+describe('PostgreSQL store start failures', () => {
+  it('answers StoreUnavailableError, promptly, naming host, port and cause, when nothing listens at the URL', async () => {
+    const port = await freePort()
+    const err = await openStore(loadConfig({ DATABASE_URL: `postgres://app:s3cret-pw@127.0.0.1:${port}/x` })).then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof StoreUnavailableError, String(err))
+    assert.equal(err.message, `PostgreSQL at 127.0.0.1:${port} (database "x", user "app"): connection refused (ECONNREFUSED); check the host and port in DATABASE_URL, and that PostgreSQL (or the pooler) is running there`)
+  })
+
+  it('answers StoreUnavailableError naming PG_CONNECT_TIMEOUT_MS when the server accepts but never answers', async (t) => {
     // A listener that never speaks PostgreSQL: only the connect timeout can end the wait.
     const silent = createServer(() => {})
     await new Promise<void>(resolve => silent.listen(0, '127.0.0.1', resolve))
     t.after(() => { silent.close() })
     const { port } = silent.address() as { port: number }
     const config = loadConfig({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x`, PG_CONNECT_TIMEOUT_MS: '300' })
-    await assert.rejects(openStore(config), StoreUnavailableError)
+    const err = await openStore(config).then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof StoreUnavailableError, String(err))
+    assert.match(err.message, new RegExp(`^PostgreSQL at 127\\.0\\.0\\.1:${port} \\(database "x", user "postgres"\\): no answer within PG_CONNECT_TIMEOUT_MS \\(300 ms\\); check `))
+  })
+
+  it('names a database that does not exist', async () => {
+    const url = new URL(testClusterUrl())
+    url.pathname = '/no_such_database_here'
+    const err = await openStore(loadConfig({ DATABASE_URL: url.href })).then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof StoreUnavailableError, String(err))
+    assert.match(err.message, /: FATAL 3D000 database "no_such_database_here" does not exist; check the database name in DATABASE_URL/)
   })
 })

@@ -1,10 +1,10 @@
-import type pg from 'pg'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates, runCreateBatchAsync } from '../creates.js'
 import { type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, statusOf, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
 import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PoolStats, Store } from '../store.js'
-import { createMigrationClient, createPool, guard, type PgConnectionOptions } from './connection.js'
+import { createMigrationClient, PgDatabase, type PgConnectionOptions } from './connection.js'
 import { migratePostgres } from './migrations.js'
+import { PgSettingError, startFailure } from './start-failure.js'
 
 /**
  * Transaction-level advisory lock every pet insert takes before drawing ids. Sequence values are
@@ -16,9 +16,9 @@ import { migratePostgres } from './migrations.js'
 export const PET_INSERT_LOCK_KEY = 7_365_020_100_000_002n
 
 /*
- * One statement, so one round trip and one implicit transaction (committed, and flushed, before the
- * answer comes back). The lock is taken in a CTE joined into the insert's source; the ORDER BY makes
- * the source a Sort, which consumes all its input (the lock included) before emitting a row, and
+ * One statement, written together with its transaction's BEGIN and COMMIT (PgDatabase.transaction),
+ * so the lock is never held across a client round trip. The lock is taken in a CTE joined into the
+ * insert's source; the ORDER BY makes the source a Sort, which consumes all its input (the lock included) before emitting a row, and
  * PostgreSQL evaluates the volatile id default after that sort, in `ord` order. So ids are drawn
  * only under the lock, ascending in the order of the batch.
  */
@@ -38,7 +38,7 @@ export class PostgresStore implements Store {
   private readonly creates: PetCreates
   private closed = false
 
-  private constructor (private readonly pool: pg.Pool) {
+  private constructor (private readonly db: PgDatabase) {
     this.creates = new PetCreates(async (items) =>
       items.every(i => i.idem === undefined)
         ? await this.insertPets(items.map(i => i.pet))
@@ -48,29 +48,34 @@ export class PostgresStore implements Store {
   /** Connects, applies pending migrations and checks the settings the promises rest on. */
   static async open (opts: PostgresStoreOptions): Promise<PostgresStore> {
     await PostgresStore.migrate(opts)
-    const pool = createPool(opts)
+    const db = new PgDatabase(opts)
     try {
-      await checkSettings(pool)
+      await checkSettings(db)
     } catch (err) {
-      await pool.end()
-      throw err
+      await db.end()
+      throw startFailure(err, opts.url, opts.connectTimeoutMs)
     }
-    return new PostgresStore(pool)
+    return new PostgresStore(db)
   }
 
-  /** Applies pending migrations (serialized across instances) and returns their versions. */
+  /**
+   * Applies pending migrations (serialized across instances) and returns their versions. A failure
+   * is a StoreUnavailableError whose message names the cause and the setting to look at.
+   */
   static async migrate (opts: PostgresStoreOptions): Promise<number[]> {
     const client = createMigrationClient(opts)
-    await guard(() => client.connect())
     try {
-      return await guard(() => migratePostgres(client))
+      await client.connect()
+      return await migratePostgres(client)
+    } catch (err) {
+      throw startFailure(err, opts.url, opts.connectTimeoutMs)
     } finally {
       await client.end().catch(() => {})
     }
   }
 
   private async insertPets (pets: NewPet[]): Promise<bigint[]> {
-    const res = await guard(() => this.pool.query<{ id: bigint }>({
+    const [res] = await this.db.transaction([{
       name: 'insert_pets',
       text: INSERT_PETS,
       values: [
@@ -79,9 +84,9 @@ export class PostgresStore implements Store {
         pets.map(statusOf),
         PET_INSERT_LOCK_KEY.toString()
       ]
-    }))
+    }])
     // Ids were drawn ascending in batch order (see INSERT_PETS); RETURNING's row order is not promised.
-    return res.rows.map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    return (res!.rows as Array<{ id: bigint }>).map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
   /**
@@ -91,44 +96,32 @@ export class PostgresStore implements Store {
    * the later replays it.
    */
   private async insertPetsIdempotent (items: CreateItem[]): Promise<CreateOutcome[]> {
-    return await guard(async () => {
-      const client = await this.pool.connect()
-      let failed = false
-      try {
-        await client.query('BEGIN')
-        await client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
-        const out = await runCreateBatchAsync(items, {
-          findKey: async (idem) => {
-            const found = await client.query<IdemRow>({
-              name: 'find_idem',
-              text: `SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
-                     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = $1 AND i.key = $2`,
-              values: [idem.apiKeyId, idem.key]
-            })
-            const row = found.rows[0]
-            return row === undefined ? undefined : toIdemRecord(row)
-          },
-          dropKey: async (idem) => { await client.query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2', [idem.apiKeyId, idem.key]) },
-          insertPet: async (pet) => (await client.query<{ id: bigint }>({
-            name: 'insert_pet',
-            text: 'INSERT INTO pets (name, category_id, status) VALUES ($1, $2::int8, $3) RETURNING id',
-            values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), statusOf(pet)]
-          })).rows[0]!.id,
-          recordKey: async (idem, petId) => {
-            await client.query('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at) VALUES ($1, $2, $3, $4::int8, $5)',
-              [idem.apiKeyId, idem.key, idem.fingerprint, petId.toString(), idem.now])
-          }
-        })
-        await client.query('COMMIT')
-        return out
-      } catch (err) {
-        failed = true
-        await client.query('ROLLBACK').catch(() => {})
-        throw err
-      } finally {
-        // A connection that failed mid-transaction is not handed out again.
-        client.release(failed)
-      }
+    return await this.db.interactive(async (query) => {
+      await query({ text: 'SELECT pg_advisory_xact_lock($1::int8)', values: [PET_INSERT_LOCK_KEY.toString()] })
+      return await runCreateBatchAsync(items, {
+        findKey: async (idem) => {
+          const found = await query<IdemRow>({
+            name: 'find_idem',
+            text: `SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
+                   FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = $1 AND i.key = $2`,
+            values: [idem.apiKeyId, idem.key]
+          })
+          const row = found.rows[0]
+          return row === undefined ? undefined : toIdemRecord(row)
+        },
+        dropKey: async (idem) => { await query({ text: 'DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2', values: [idem.apiKeyId, idem.key] }) },
+        insertPet: async (pet) => (await query<{ id: bigint }>({
+          name: 'insert_pet',
+          text: 'INSERT INTO pets (name, category_id, status) VALUES ($1, $2::int8, $3) RETURNING id',
+          values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), statusOf(pet)]
+        })).rows[0]!.id,
+        recordKey: async (idem, petId) => {
+          await query({
+            text: 'INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at) VALUES ($1, $2, $3, $4::int8, $5)',
+            values: [idem.apiKeyId, idem.key, idem.fingerprint, petId.toString(), idem.now]
+          })
+        }
+      })
     })
   }
 
@@ -141,20 +134,21 @@ export class PostgresStore implements Store {
   }
 
   async purgeIdempotencyKeys (before: Date): Promise<number> {
-    const res = await guard(() => this.pool.query('DELETE FROM idempotency_keys WHERE created_at < $1', [before]))
-    return res.rowCount ?? 0
+    const [res] = await this.db.transaction([{ text: 'DELETE FROM idempotency_keys WHERE created_at < $1', values: [before] }])
+    return res!.rowCount ?? 0
   }
 
   poolStats (): PoolStats {
-    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount }
+    const pool = this.db.pool
+    return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
   }
 
   async getPet (id: bigint): Promise<Pet | undefined> {
-    const res = await guard(() => this.pool.query<PetRow>({
+    const res = await this.db.query<PetRow>({
       name: 'get_pet',
       text: 'SELECT id, name, category_id, status FROM pets WHERE id = $1::int8',
       values: [id.toString()]
-    }))
+    })
     const row = res.rows[0]
     return row === undefined ? undefined : toPet(row)
   }
@@ -162,81 +156,87 @@ export class PostgresStore implements Store {
   async listPets (params: ListPetsParams): Promise<Pet[]> {
     const { limit, status } = params
     const after = pageAfter(params).toString()
-    const res = await guard(() => this.pool.query<PetRow>(status === undefined
+    const res = await this.db.query<PetRow>(status === undefined
       ? { name: 'list_pets', text: 'SELECT id, name, category_id, status FROM pets WHERE id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit] }
-      : { name: 'list_pets_status', text: 'SELECT id, name, category_id, status FROM pets WHERE status = $3 AND id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit, status] }))
+      : { name: 'list_pets_status', text: 'SELECT id, name, category_id, status FROM pets WHERE status = $3 AND id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit, status] })
     return res.rows.map(toPet)
   }
 
   async createApiKey (key: { name: string, hash: string, createdAt: Date }): Promise<ApiKeyRecord> {
-    const res = await guard(() => this.pool.query<KeyRow>(
-      'INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at, last_used_at, revoked_at',
-      [key.name, key.hash, key.createdAt]))
-    return toApiKey(res.rows[0]!)
+    const [res] = await this.db.transaction([{
+      text: 'INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at, last_used_at, revoked_at',
+      values: [key.name, key.hash, key.createdAt]
+    }])
+    return toApiKey(res!.rows[0] as KeyRow)
   }
 
   async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
-    const res = await guard(() => this.pool.query<KeyRefRow>({
+    const res = await this.db.query<KeyRefRow>({
       name: 'find_key',
       text: 'SELECT id, revoked_at FROM api_keys WHERE key_hash = $1',
       values: [hash]
-    }))
+    })
     const row = res.rows[0]
     return row === undefined ? undefined : toKeyRef(row)
   }
 
   async listApiKeys (): Promise<ApiKeyRecord[]> {
-    const res = await guard(() => this.pool.query<KeyRow>('SELECT id, name, created_at, last_used_at, revoked_at FROM api_keys ORDER BY id'))
+    const res = await this.db.query<KeyRow>({ text: 'SELECT id, name, created_at, last_used_at, revoked_at FROM api_keys ORDER BY id' })
     return res.rows.map(toApiKey)
   }
 
   async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    const res = await guard(() => this.pool.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [at, id]))
-    return (res.rowCount ?? 0) > 0
+    const [res] = await this.db.transaction([{ text: 'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', values: [at, id] }])
+    return (res!.rowCount ?? 0) > 0
   }
 
   async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
     if (usedAt.size === 0) return
     const ids = [...usedAt.keys()]
     const ats = [...usedAt.values()]
-    await guard(() => this.pool.query(
-      `UPDATE api_keys AS k SET last_used_at = u.at
-       FROM unnest($1::int8[], $2::timestamptz[]) AS u(id, at)
-       WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
-      [ids, ats]))
+    await this.db.transaction([{
+      text: `UPDATE api_keys AS k SET last_used_at = u.at
+             FROM unnest($1::int8[], $2::timestamptz[]) AS u(id, at)
+             WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+      values: [ids, ats]
+    }])
   }
 
   async countApiKeys (): Promise<number> {
-    const res = await guard(() => this.pool.query<{ n: bigint }>('SELECT count(*) AS n FROM api_keys'))
+    const res = await this.db.query<{ n: bigint }>({ text: 'SELECT count(*) AS n FROM api_keys' })
     return Number(res.rows[0]!.n)
   }
 
   async getOrCreateSetting (name: string, create: () => string): Promise<string> {
-    // Two statements: the SELECT takes a fresh snapshot, so it sees the row another instance
+    // Two transactions: the SELECT takes a fresh snapshot, so it sees the row another instance
     // inserted concurrently (which made our INSERT do nothing).
-    await guard(() => this.pool.query('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, create()]))
-    const res = await guard(() => this.pool.query<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))
+    await this.db.transaction([{ text: 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', values: [name, create()] }])
+    const res = await this.db.query<{ value: string }>({ text: 'SELECT value FROM settings WHERE name = $1', values: [name] })
     return res.rows[0]!.value
   }
 
   async ping (): Promise<void> {
-    await guard(() => this.pool.query('SELECT 1'))
+    await this.db.query({ text: 'SELECT 1' })
   }
 
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
     await this.creates.drain()
-    await this.pool.end()
+    await this.db.end()
   }
 }
 
-/** Reads back what the durability and int64 promises rest on; refuses to start otherwise. */
-async function checkSettings (pool: pg.Pool): Promise<void> {
-  const res = await guard(() => pool.query<{ sc: string, fsync: string, big: bigint }>(
-    "SELECT current_setting('synchronous_commit') AS sc, current_setting('fsync') AS fsync, 9223372036854775807::int8 AS big"))
-  const row = res.rows[0]!
-  if (row.sc === 'off') throw new Error('PostgreSQL synchronous_commit is off; a 201 must mean committed to disk')
-  if (row.fsync !== 'on') throw new Error('PostgreSQL runs with fsync off; a 201 must mean committed to disk')
-  if (row.big !== 9223372036854775807n) throw new Error('PostgreSQL int8 values are not parsed to exact BigInts')
+/**
+ * Reads back what the durability and int64 promises rest on, inside a transaction begun as every
+ * write transaction is (so through whatever pooler is in between); refuses to start otherwise.
+ */
+async function checkSettings (db: PgDatabase): Promise<void> {
+  const [res] = await db.transaction([{
+    text: "SELECT current_setting('synchronous_commit') AS sc, current_setting('fsync') AS fsync, 9223372036854775807::int8 AS big"
+  }])
+  const row = res!.rows[0] as { sc: string, fsync: string, big: bigint }
+  if (row.sc !== 'on') throw new PgSettingError(`synchronous_commit is ${row.sc} inside a transaction, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites SET LOCAL')
+  if (row.fsync !== 'on') throw new PgSettingError('the server runs with fsync off, so a 201 would not mean committed to disk', 'fsync in the server\'s postgresql.conf')
+  if (row.big !== 9223372036854775807n) throw new PgSettingError('int8 values are not parsed to exact BigInts', 'the pg type parsers (a bug: report it)')
 }

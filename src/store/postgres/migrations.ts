@@ -52,39 +52,41 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: 
   }
 ]
 
-/** Session advisory lock held while migrating, so N instances starting at once apply each migration once. */
+/** Transaction advisory lock each migration takes, so N instances starting at once apply each once. */
 export const MIGRATION_LOCK_KEY = 7_365_020_100_000_001n
 
 /**
- * Applies the migrations not yet applied, each in its own transaction, under a session advisory
- * lock (released on return, or by the server if the connection dies); returns the versions applied.
+ * Applies the migrations not yet applied and returns their versions. Each migration runs in a
+ * transaction of its own that first takes a transaction-level advisory lock, then checks whether
+ * the migration is already applied: nothing is held between transactions, so this is safe through
+ * a transaction-mode pooler (where a session lock could be taken on one server connection and
+ * never released), and a migrator that dies mid-way holds nothing.
  */
 export async function migratePostgres (client: pg.Client): Promise<number[]> {
-  await client.query('SET statement_timeout = 0')
-  await client.query('SELECT pg_advisory_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])
-  try {
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY,
-      name text NOT NULL,
-      applied_at timestamptz NOT NULL
-    )`)
-    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(r => r.version))
-    const applied: number[] = []
-    for (const m of PG_MIGRATIONS) {
-      if (done.has(m.version)) continue
-      await client.query('BEGIN')
-      try {
+  const applied: number[] = []
+  for (const m of PG_MIGRATIONS) {
+    await client.query('BEGIN')
+    try {
+      // Waiting for another migrator's lock may take long: no statement timeout here.
+      await client.query('SET LOCAL statement_timeout = 0')
+      await client.query('SET LOCAL synchronous_commit = on')
+      await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL
+      )`)
+      const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version])
+      if (done.rowCount === 0) {
         await client.query(m.sql)
         await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name])
-        await client.query('COMMIT')
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {})
-        throw err
+        applied.push(m.version)
       }
-      applied.push(m.version)
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
     }
-    return applied
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1::int8)', [MIGRATION_LOCK_KEY.toString()]).catch(() => {})
   }
+  return applied
 }

@@ -1,0 +1,130 @@
+// A throwaway PgBouncer (Debian's, 1.18 on Debian 12) in front of a PostgreSQL server, for the tests
+// and the bench: the pooler almost every multi-instance deployment has between its instances and
+// PostgreSQL. Transaction pooling and the stock startup-parameter policy
+// (`ignore_startup_parameters = extra_float_digits`), as a new user would run it. Every database
+// of the server is reachable through it under the same name (the `*` fallback entry).
+// PgBouncer refuses to run as root, so as root it runs as the `postgres` OS user (runuser), like
+// the test PostgreSQL cluster.
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { connect, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** The pgbouncer binary: PGBOUNCER_BIN, else Debian's /usr/sbin/pgbouncer, else from PATH. */
+export function findPgBouncer () {
+  if (process.env.PGBOUNCER_BIN) return process.env.PGBOUNCER_BIN
+  if (existsSync('/usr/sbin/pgbouncer')) return '/usr/sbin/pgbouncer'
+  const r = spawnSync('sh', ['-c', 'command -v pgbouncer'], { encoding: 'utf8' })
+  if (r.status === 0 && r.stdout.trim() !== '') return r.stdout.trim()
+  throw new Error('pgbouncer not found: install it (apt-get install pgbouncer) or set PGBOUNCER_BIN')
+}
+
+async function freePort () {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+async function accepts (port) {
+  return await new Promise(resolve => {
+    const s = connect(port, '127.0.0.1', () => { s.destroy(); resolve(true) })
+    s.once('error', () => resolve(false))
+  })
+}
+
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
+
+/** PgBouncer's quoting for userlist.txt: "…" with " doubled. */
+const quote = (s) => `"${s.replaceAll('"', '""')}"`
+
+/**
+ * Starts PgBouncer in front of the server `serverUrl` points at (its host, port, user and password;
+ * the database part is ignored: every database is served). Returns { url, port, dir, stop(),
+ * start(), destroy() }: `url` is `serverUrl` with the pooler's port; stop() shuts it down at once
+ * (clients are disconnected), start() brings it back on the same port, destroy() stops it and
+ * deletes its files. `settings` adds or overrides pgbouncer.ini keys.
+ */
+export async function startPgBouncer (serverUrl, settings = {}) {
+  const bin = findPgBouncer()
+  const server = new URL(serverUrl)
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-pgbouncer-'))
+  const port = await freePort()
+  const user = decodeURIComponent(server.username || 'postgres')
+  const password = decodeURIComponent(server.password)
+  // Clients are trusted (loopback only, throwaway); the password, when the server wants one, is the
+  // one PgBouncer logs in with, read from the userlist.
+  writeFileSync(join(dir, 'userlist.txt'), `${quote(user)} ${quote(password)}\n`, { mode: 0o600 })
+  const ini = {
+    listen_addr: '127.0.0.1',
+    listen_port: port,
+    unix_socket_dir: '',
+    auth_type: 'trust',
+    auth_file: join(dir, 'userlist.txt'),
+    pool_mode: 'transaction',
+    // PgBouncer's default, stated: only extra_float_digits may be sent at startup and is ignored.
+    ignore_startup_parameters: 'extra_float_digits',
+    max_client_conn: 2000,
+    default_pool_size: 20,
+    // Databases dropped by the tests do not linger as pools.
+    autodb_idle_timeout: 10,
+    logfile: join(dir, 'pgbouncer.log'),
+    pidfile: join(dir, 'pgbouncer.pid'),
+    ...settings
+  }
+  const text = `[databases]\n* = host=${server.hostname.replace(/^\[|\]$/g, '')} port=${server.port || 5432}\n\n[pgbouncer]\n` +
+    Object.entries(ini).map(([k, v]) => `${k} = ${v}`).join('\n') + '\n'
+  writeFileSync(join(dir, 'pgbouncer.ini'), text)
+  if (isRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
+    for (const f of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(dir, f), uid, gid)
+  }
+  const [cmd, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', bin, join(dir, 'pgbouncer.ini')]] : [bin, [join(dir, 'pgbouncer.ini')]]
+  let child
+  let exited
+
+  async function start () {
+    child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] })
+    let log = ''
+    child.stderr.on('data', (d) => { log = (log + d).slice(-4000) })
+    exited = new Promise(resolve => child.once('exit', resolve))
+    for (let i = 0; i < 100; i++) {
+      if (await accepts(port)) return
+      if (child.exitCode !== null) break
+      await Promise.race([new Promise(resolve => setTimeout(resolve, 100)), exited])
+    }
+    await stop()
+    throw new Error(`PgBouncer did not start on port ${port}: ${log}`)
+  }
+
+  /** Immediate shutdown: every client connection is closed. */
+  async function stop () {
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    // SIGINT would wait for every client. As root the child is runuser: signal PgBouncer itself.
+    let pid = child.pid
+    try { pid = Number(readFileSync(join(dir, 'pgbouncer.pid'), 'utf8').trim()) } catch {}
+    try { process.kill(pid, 'SIGTERM') } catch {}
+    await exited
+  }
+
+  async function destroy () {
+    await stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  try {
+    await start()
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
+  const url = new URL(serverUrl)
+  url.port = String(port)
+  return { url: url.href, port, dir, start, stop, destroy }
+}

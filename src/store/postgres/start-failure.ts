@@ -1,0 +1,114 @@
+import { StoreUnavailableError } from '../../errors.js'
+
+/**
+ * Why the PostgreSQL store could not open (or migrate), in one line an operator can act on: where
+ * (host and port, database, user; never the password), the server's (or pooler's) SQLSTATE and
+ * text or the socket error, and the setting to look at. The CLI and the server print the message
+ * as it is; the original error stays the `cause`.
+ */
+export function startFailure (err: unknown, url: string, connectTimeoutMs: number): StoreUnavailableError {
+  const where = describeTarget(url)
+  const { cause, check } = explain(err, connectTimeoutMs)
+  let message = `PostgreSQL at ${where}: ${cause}; check ${check}`
+  const password = passwordOf(url)
+  if (password !== '' && message.includes(password)) message = message.replaceAll(password, '***')
+  return new StoreUnavailableError(message, { cause: err })
+}
+
+function passwordOf (url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).password)
+  } catch {
+    return ''
+  }
+}
+
+function describeTarget (url: string): string {
+  try {
+    const u = new URL(url)
+    const db = decodeURIComponent(u.pathname.replace(/^\//, ''))
+    const user = decodeURIComponent(u.username)
+    return `${u.hostname}:${u.port === '' ? '5432' : u.port}` +
+      (db !== '' ? ` (database "${db}"${user !== '' ? `, user "${user}"` : ''})` : user !== '' ? ` (user "${user}")` : '')
+  } catch {
+    return 'DATABASE_URL'
+  }
+}
+
+/** A setting read back at start that breaks a promise; `check` names what to change. */
+export class PgSettingError extends Error {
+  constructor (message: string, readonly check: string) {
+    super(message)
+    this.name = 'PgSettingError'
+  }
+}
+
+interface PgLikeError { code?: unknown, severity?: unknown, message?: unknown }
+
+const SQLSTATE = /^[0-9A-Z]{5}$/
+
+/** The setting to look at, by SQLSTATE (exact code first, then its class). */
+const BY_CODE: Record<string, string> = {
+  '28P01': 'the user and password in DATABASE_URL (and the server\'s, or the pooler\'s auth_file, entry for that user)',
+  28000: 'the user in DATABASE_URL and the server\'s pg_hba.conf (or the pooler\'s auth settings) for this client address',
+  '3D000': 'the database name in DATABASE_URL (create it, or point the pooler\'s [databases] entry at it)',
+  53300: 'max_connections on the server (or max_client_conn and default_pool_size on the pooler) against PG_POOL_MAX × instances',
+  '57P03': 'that the server has finished starting (or is not shutting down), then start again',
+  42501: 'the privileges of the user in DATABASE_URL: migrations need CREATE on the database (or run `petstore migrate` as its owner)',
+  '0A000': 'the server version and the pooler\'s pool_mode'
+}
+/*
+ * PgBouncer answers most of its own refusals with 08P01 (protocol violation) and a text: the text
+ * tells them apart.
+ */
+const BY_POOLER_TEXT: Array<[RegExp, string]> = [
+  [/unsupported startup parameter/i, 'the pooler\'s ignore_startup_parameters (a transaction-mode pooler refuses any other startup parameter; remove options from DATABASE_URL)'],
+  [/password|auth/i, 'the user and password in DATABASE_URL (and the pooler\'s auth_file and auth_type)'],
+  [/no such database|unknown database/i, 'the database name in DATABASE_URL, and the pooler\'s [databases] section'],
+  [/no more connections|max_client_conn/i, 'the pooler\'s max_client_conn against PG_POOL_MAX × instances'],
+  [/cannot connect to server|server login/i, 'the PostgreSQL server behind the pooler (running? the host and port of the pooler\'s [databases] entry)']
+]
+
+const BY_CLASS: Record<string, string> = {
+  '08': 'the host and port in DATABASE_URL, and the server\'s (or the pooler\'s) log',
+  53: 'the server\'s resources (disk, memory, max_connections)',
+  57: 'the server\'s state (its log)',
+  58: 'the server\'s log (an I/O or system error)'
+}
+
+const BY_ERRNO: Record<string, { cause: string, check: string }> = {
+  ECONNREFUSED: { cause: 'connection refused (ECONNREFUSED)', check: 'the host and port in DATABASE_URL, and that PostgreSQL (or the pooler) is running there' },
+  ENOTFOUND: { cause: 'host name not found (ENOTFOUND)', check: 'the host in DATABASE_URL' },
+  EAI_AGAIN: { cause: 'host name lookup failed (EAI_AGAIN)', check: 'the host in DATABASE_URL and DNS' },
+  EHOSTUNREACH: { cause: 'host unreachable (EHOSTUNREACH)', check: 'the host in DATABASE_URL and the network route to it' },
+  ENETUNREACH: { cause: 'network unreachable (ENETUNREACH)', check: 'the host in DATABASE_URL and the network route to it' },
+  ECONNRESET: { cause: 'the connection was reset (ECONNRESET)', check: 'sslmode in DATABASE_URL, and the server\'s (or the pooler\'s) log' },
+  ETIMEDOUT: { cause: 'the connection timed out (ETIMEDOUT)', check: 'the host and port in DATABASE_URL, and firewalls between' }
+}
+
+function explain (err: unknown, connectTimeoutMs: number): { cause: string, check: string } {
+  if (err instanceof PgSettingError) return { cause: err.message, check: err.check }
+  const e = (err ?? {}) as PgLikeError
+  const code = typeof e.code === 'string' ? e.code : undefined
+  const text = typeof e.message === 'string' ? e.message : String(err)
+  if (code !== undefined && SQLSTATE.test(code) && e.severity !== undefined) {
+    return {
+      cause: `${String(e.severity)} ${code} ${text}`,
+      check: BY_CODE[code] ??
+        (code === '08P01' ? BY_POOLER_TEXT.find(([re]) => re.test(text))?.[1] : undefined) ??
+        BY_CLASS[code.slice(0, 2)] ?? 'the server\'s log for this error'
+    }
+  }
+  if (code !== undefined && BY_ERRNO[code] !== undefined) return BY_ERRNO[code]
+  if (/timeout/i.test(text)) {
+    return {
+      cause: `no answer within PG_CONNECT_TIMEOUT_MS (${connectTimeoutMs} ms)`,
+      check: 'the host and port in DATABASE_URL (something accepts connections there but does not answer as PostgreSQL), and PG_CONNECT_TIMEOUT_MS'
+    }
+  }
+  if (/terminated unexpectedly|Connection terminated/i.test(text)) {
+    return { cause: 'the server closed the connection during start-up', check: 'sslmode in DATABASE_URL, and the server\'s (or the pooler\'s) log' }
+  }
+  if (/password/i.test(text)) return { cause: text, check: 'the password in DATABASE_URL' }
+  return { cause: code !== undefined ? `${code} ${text}` : text, check: 'DATABASE_URL and the server\'s log' }
+}
