@@ -66,7 +66,9 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (r
     try {
       request.apiKeyId = await resolveKey(request.headers.authorization, verifier)
     } catch (err) {
-      await limits.countFailure(request, reply)
+      // Only a refused key counts against the address: a store that cannot answer (503) says
+      // nothing about the caller, and during an outage would otherwise lock out valid clients.
+      if (err instanceof ApiError && err.code === 'unauthorized') await limits.countFailure(request, reply)
       throw err
     }
     // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).

@@ -86,6 +86,9 @@ export class PgDatabase {
     // An idle connection the server drops (restart, failover) is reported here; the pool already
     // discards it and the next query opens a new one. Without a listener it would crash the process.
     this.pool.on('error', () => {})
+    // So is a connection lost while checked out for a transaction (the pool listens only while it
+    // is idle): its pending queries fail with the error, and the transaction releases it as broken.
+    this.pool.on('connect', (client) => { client.on('error', () => {}) })
   }
 
   private prepared (s: PgStatement): pg.QueryConfig {
