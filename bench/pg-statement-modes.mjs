@@ -30,7 +30,8 @@ try {
     'PgBouncer, unnamed, alone (reads now)': { url: bouncer.url, cfg: { pipeline: true } },
     'PgBouncer, unnamed, in a SET LOCAL transaction (writes now)': { url: bouncer.url, cfg: { pipeline: true }, tx: true }
   }
-  const run = async ({ url, cfg, named, tx }) => {
+  /** @param {{ url: string, cfg: object, named?: boolean, tx?: boolean }} mode */
+  const run = async ({ url, cfg, named = false, tx = false }) => {
     const pool = new pg.Pool({ connectionString: url, max: 10, ...cfg })
     let n = 0
     const stopAt = Date.now() + SECONDS * 1000

@@ -25,7 +25,7 @@ async function freePort () {
     const srv = createServer()
     srv.once('error', reject)
     srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address()
+      const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address())
       srv.close(() => resolve(port))
     })
   })
