@@ -52,7 +52,7 @@ export interface TransferWriter {
 }
 
 function pgOptions (url: string, config: StoreConfig) {
-  return { url, poolMax: 1, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs }
+  return { url, poolMax: 1, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs, preparedStatements: config.pgPreparedStatements }
 }
 
 /** Opens a reader on the store at `location` (applying pending migrations first, as every command does). */
