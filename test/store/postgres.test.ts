@@ -123,7 +123,10 @@ for (const route of PG_ROUTES) {
       const url = await createTestDatabase(t, undefined, route)
       const stores = await Promise.all([1, 2, 3].map(async () => await openStore(loadConfig({ DATABASE_URL: url }))))
       try {
-        const locks = await adminQuery<{ n: number }>(testClusterUrl(), "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'")
+        // This test's database only: other tests' databases in the cluster take the insert lock meanwhile.
+        const locks = await adminQuery<{ n: number }>(testClusterUrl(),
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = $1)",
+          [new URL(url).pathname.slice(1)])
         assert.equal(locks[0]!.n, 0)
       } finally {
         await Promise.all(stores.map(async s => await s.close()))
