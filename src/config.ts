@@ -35,6 +35,7 @@ const EnvSchema = Type.Object({
   METRICS_PORT: Type.String({ pattern: '^(off|[0-9]{1,5})$', default: 'off', description: 'Port of the separate Prometheus /metrics listener (e.g. 9464); off: no listener. Off by default so several instances can share a host.' }),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the /metrics listener.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
+  READ_CACHE_MAX_MB: Type.Integer({ minimum: 0, maximum: 65536, default: 64, description: 'Memory for the read cache of getPet and full listPets pages (serialized bodies, ETags), in MiB; least recently used entries go first. 0 turns it off.' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' }),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: a server of the OpenAPI document, after this server (relative /v1). Default: not listed.' })),
   STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: a server of the OpenAPI document, after production. Default: not listed.' }))
@@ -71,6 +72,7 @@ export interface Config {
   metrics: { port: number, host: string } | undefined
   corsOrigins: string[]
   idempotencyTtlMs: number
+  readCacheMaxBytes: number
   /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers; undefined when unset. */
   publicBaseUrl: string | undefined
   stagingBaseUrl: string | undefined
@@ -206,6 +208,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     metrics: parseMetrics(e.METRICS_PORT, e.METRICS_HOST),
     corsOrigins: parseCorsOrigins(e.CORS_ORIGINS),
     idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000,
+    readCacheMaxBytes: e.READ_CACHE_MAX_MB * 1048576,
     publicBaseUrl: parseBaseUrl('PUBLIC_BASE_URL', e.PUBLIC_BASE_URL),
     stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL)
   })

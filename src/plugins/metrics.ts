@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Store } from '../store/store.js'
 
 interface RouteSeries { requests: Counter.Internal, duration: Histogram.Internal<string> }
+type ReadCacheKind = 'pet' | 'page'
 
 /**
  * The Prometheus metrics of one app. A registry per app (not prom-client's global one), so several
@@ -16,6 +17,9 @@ export class Metrics {
   readonly overloaded: Counter<string>
   readonly storeErrors: Counter<'store'>
   readonly getPetCalls: Counter<'key_id'>
+  /** Read cache lookups (services/pet-reads.ts), children bound once so a lookup costs one increment. */
+  readonly readCache: Record<ReadCacheKind, { hits: Counter.Internal, misses: Counter.Internal }>
+  private readCacheSize: () => { entries: number, bytes: number } = () => ({ entries: 0, bytes: 0 })
   // Children by "method route status": one map lookup per request instead of prom-client's label hashing.
   private readonly series = new Map<string, RouteSeries>()
 
@@ -33,6 +37,17 @@ export class Metrics {
     this.overloaded = new Counter({ name: 'petstore_overload_rejections_total', help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.', registers })
     this.storeErrors = new Counter({ name: 'petstore_store_errors_total', help: 'Failures to reach a backing store: the database (sqlite/postgres) or the rate-limit Redis.', labelNames: ['store'], registers })
     this.getPetCalls = new Counter({ name: 'petstore_deprecated_getpet_calls_total', help: 'Calls to the deprecated getPet (GET /v1/pets/{petId}) by API key id: who must migrate before the sunset.', labelNames: ['key_id'], registers })
+    const hits = new Counter({ name: 'petstore_read_cache_hits_total', help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.', labelNames: ['kind'], registers })
+    const misses = new Counter({ name: 'petstore_read_cache_misses_total', help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.', labelNames: ['kind'], registers })
+    this.readCache = {
+      pet: { hits: hits.labels('pet'), misses: misses.labels('pet') },
+      page: { hits: hits.labels('page'), misses: misses.labels('page') }
+    }
+    const size = () => this.readCacheSize()
+    // eslint-disable-next-line no-new
+    new Gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', registers, collect () { this.set(size().entries) } })
+    // eslint-disable-next-line no-new
+    new Gauge({ name: 'petstore_read_cache_bytes', help: 'Memory the read cache accounts for (bodies plus a fixed overhead per entry), at most READ_CACHE_MAX_MB.', registers, collect () { this.set(size().bytes) } })
     if (store.poolStats !== undefined) {
       const stats = store.poolStats.bind(store)
       // eslint-disable-next-line no-new
@@ -50,6 +65,11 @@ export class Metrics {
       })
     }
     if (opts.processMetrics === true) collectDefaultMetrics({ register: this.registry, prefix: 'petstore_' })
+  }
+
+  /** Where the read cache gauges read its size. */
+  watchReadCache (size: () => { entries: number, bytes: number }): void {
+    this.readCacheSize = size
   }
 
   /** Counts a finished request (onResponse). */

@@ -1,16 +1,17 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import { strongEtag } from '../plugins/etag.js'
+import { etagOf, strongEtag } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
 import {
   ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema, PetSchema, PetsSchema,
   validateListPetsQuery, validateNewPet, validatePetIdParams,
-  type ListPetsQuery, type NewPet, type PetIdParams
+  type ListPetsQuery, type NewPet, type Pet, type PetIdParams
 } from '../schemas/pets.js'
 import { Ref } from '../schemas/common.js'
 import { errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
+import type { PetReads, Representation } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 
 // Reads carry a strong ETag and revalidate (see plugins/etag.ts).
@@ -18,6 +19,8 @@ const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl
 
 export interface PetRoutesOptions {
   store: Store
+  /** getPet and listPets go through the read cache. */
+  reads: PetReads
   cursors: CursorCodec
   getPetDeprecatedAt: Date
   getPetSunsetAt: Date
@@ -64,9 +67,25 @@ function validatorCompiler ({ httpPart }: { httpPart?: string }) {
   }
 }
 
+/** A 200 representation made once, by the route's response schema, for the read cache to keep. */
+function represent (reply: FastifyReply, payload: Pet | Pet[], link?: string): Representation {
+  const serialize = reply.getSerializationFunction('200', 'application/json')
+  if (serialize === undefined) throw new Error(`no 200 application/json serializer on ${reply.request.url}`)
+  const body = Buffer.from(serialize(payload as unknown as Record<string, unknown>))
+  return { body, etag: etagOf(body), link }
+}
+
+/** Sends a representation as it is: no serialization, no hashing (strongEtag sees the ETag already set). */
+function send (reply: FastifyReply, rep: Representation): Buffer {
+  reply.header('etag', rep.etag)
+  if (rep.link !== undefined) reply.header('link', rep.link)
+  reply.header('content-type', 'application/json; charset=utf-8')
+  return rep.body
+}
+
 /** The three operations of the Petstore v1 interface. Authentication is installed by the /v1 scope. */
 export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
-  const { store, cursors, metrics } = opts
+  const { store, reads, cursors, metrics } = opts
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
 
@@ -83,7 +102,7 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
       querystring: ListPetsQuerySchema,
       response: {
         200: jsonResponse('A page of animals (an empty array when there are none).', PetsSchema, { Link: Headers.linkNext, ...cacheHeaders, ...RateLimitHeaders }),
-        304: notModified(RateLimitHeaders),
+        304: notModified({ Link: Headers.linkNext, ...RateLimitHeaders }),
         ...errorResponses(['invalid_parameter', 'unauthorized', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     },
@@ -96,14 +115,11 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
       if (decoded === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
       afterId = decoded
     }
-    const pets = await store.listPets({ afterId, limit: q.limit + 1, status: q.status })
-    if (pets.length > q.limit) {
-      pets.length = q.limit
-      const cursor = cursors.encode(pets[pets.length - 1]!.id, q.status)
+    return send(reply, await reads.page({ afterId, limit: q.limit, status: q.status }, (pets, last) => {
+      if (last === undefined) return represent(reply, pets)
       const status = q.status === undefined ? '' : `&status=${q.status}`
-      reply.header('link', `</v1/pets?limit=${q.limit}${status}&cursor=${cursor}>; rel="next"`)
-    }
-    return pets
+      return represent(reply, pets, `</v1/pets?limit=${q.limit}${status}&cursor=${cursors.encode(last.id, q.status)}>; rel="next"`)
+    }))
   })
 
   app.post('/pets', {
@@ -185,10 +201,10 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
         throw new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`)
       }
     }
-  }, async (request: FastifyRequest) => {
+  }, async (request: FastifyRequest, reply: FastifyReply) => {
     const { petId } = request.params as PetIdParams
-    const pet = await store.getPet(petId)
-    if (pet === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
-    return pet
+    const rep = await reads.pet(petId, (pet) => represent(reply, pet))
+    if (rep === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
+    return send(reply, rep)
   })
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import idempotencyPurge from '../plugins/idempotency-purge.js'
 import { CursorCodec } from '../services/cursor.js'
+import { PetReads } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
 import petRoutes from './pets.js'
@@ -27,6 +28,7 @@ export default async function v1Routes (app: FastifyInstance, opts: V1Options): 
   const cursorSecret = await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))
   await app.register(petRoutes, {
     store,
+    reads: new PetReads(store, config.readCacheMaxBytes, app.metrics),
     cursors: new CursorCodec(Buffer.from(cursorSecret, 'hex')),
     getPetDeprecatedAt: config.getPetDeprecatedAt,
     getPetSunsetAt: config.getPetSunsetAt,

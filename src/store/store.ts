@@ -65,7 +65,8 @@ export interface Store {
    * Durably stores a pet; resolves only once the pet is committed (group-committed with its peers).
    * Ids are assigned in increasing order and become visible in that order on every instance: a
    * reader that sees id N sees every pet with a smaller id (SQLite: the one writer at a time;
-   * PostgreSQL: the pet insert lock, held until the commit is visible).
+   * PostgreSQL: the pet insert lock, held until the commit is visible). The read cache
+   * (services/pet-reads.ts) rests on this; test/store/id-order.test.ts checks it.
    */
   createPet (pet: NewPet): Promise<Pet>
   /**

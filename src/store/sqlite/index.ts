@@ -10,10 +10,6 @@ import { migrateSqlite } from './migrations.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
 import { prepareWrites } from './writes.js'
 
-/** Bounds the page cache: at most this many pages (each at most 101 pets) are kept, oldest out first. */
-const MAX_CACHED_PAGES = 2048
-const MAX_CACHED_PETS = 10000
-
 /** Runs a synchronous better-sqlite3 call, turning "cannot work now" failures into StoreUnavailableError. */
 function guard<T> (fn: () => T): T {
   try {
@@ -97,18 +93,6 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
   private readonly creates: PetCreates
   private readonly stmts
-  /**
-   * Pages that came back full, by status filter, afterId and limit. A full page can never change:
-   * pets are immutable (the interface defines no update or delete), and ids are assigned in
-   * increasing order by the one writer at a time SQLite allows and never reused (AUTOINCREMENT), so
-   * no pet can ever appear between ids a page already spans. A page with fewer rows than asked (the
-   * end of the walk) may still grow, so it is never cached. If pets ever become mutable or deletable,
-   * this cache must go with it.
-   */
-  private readonly fullPages = new Map<string, Pet[]>()
-  /** Pets found by id; immutable for the same reason. Absent ids are never cached. */
-  private readonly pets = new Map<bigint, Pet>()
-
   private constructor (
     private readonly db: Database.Database,
     private readonly writer: WorkerWriter | undefined
@@ -187,31 +171,17 @@ export class SqliteStore implements Store {
   }
 
   async getPet (id: bigint): Promise<Pet | undefined> {
-    const known = this.pets.get(id)
-    if (known !== undefined) return known
     const row = guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
-    if (row === undefined) return undefined // not cached: the pet may be created later
-    const pet = toPet(row)
-    if (this.pets.size >= MAX_CACHED_PETS) this.pets.delete(this.pets.keys().next().value!)
-    this.pets.set(id, pet)
-    return pet
+    return row === undefined ? undefined : toPet(row)
   }
 
-  async listPets ({ afterId, limit, status }: ListPetsParams): Promise<Pet[]> {
-    const after = pageAfter({ afterId, limit, status })
-    const key = `${status ?? ''}:${after}:${limit}`
-    const cached = this.fullPages.get(key)
-    if (cached !== undefined) return cached.slice()
+  async listPets (params: ListPetsParams): Promise<Pet[]> {
+    const { limit, status } = params
+    const after = pageAfter(params)
     const rows = guard(() => (status === undefined
       ? this.stmts.listAll.all(after, limit)
       : this.stmts.listByStatus.all(status, after, limit)) as PetRow[])
-    const pets = rows.map(toPet)
-    if (pets.length === limit) {
-      if (this.fullPages.size >= MAX_CACHED_PAGES) this.fullPages.delete(this.fullPages.keys().next().value!)
-      this.fullPages.set(key, pets)
-      return pets.slice()
-    }
-    return pets
+    return rows.map(toPet)
   }
 
   async createApiKey (key: { name: string, hash: string, createdAt: Date }): Promise<ApiKeyRecord> {
