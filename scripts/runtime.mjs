@@ -1,24 +1,25 @@
 // Chooses the Node that runs this project's npm scripts (`npm start`, `npm test`, `npm run build`,
-// `npx petstore`). npm puts node_modules/.bin first on PATH for every script, so a `node` placed
-// there is the one they use. Runs as `postinstall`, under the Node that runs npm itself.
+// `npx petstore`). npm puts node_modules/.bin first on PATH for every script; node_modules/.bin/node
+// is the bin of the local package scripts/node-shim (a declared dependency, so npm keeps it across
+// `npm install <package>`), which runs node_modules/.petstore-node's Node when there is one, else the
+// next `node` on PATH. Runs as `postinstall`, under the Node that runs npm itself.
 //
 // - The running Node is supported (>= 22.14, the first 22.x with Node-API 10, which better-sqlite3 13
 //   needs): nothing is installed and the scripts use it.
 // - It is older (e.g. a system Node 20): the official build named in package.json
 //   ("petstore": { "node": "24.21.0" }) is installed from the npm registry's `node` package into
-//   node_modules/.petstore-node and linked as node_modules/.bin/node.
+//   node_modules/.petstore-node, where the shim finds it.
 // - PETSTORE_NODE_VERSION=X.Y.Z installs and links that version whatever the running Node is (CI uses
-//   it to test a given line). PETSTORE_NODE_VERSION=system removes the link.
+//   it to test a given line). PETSTORE_NODE_VERSION=system removes it.
 //
 // Plain JavaScript, no dependencies: it must run on any Node that npm runs on, Node 20 included.
 import { spawnSync } from 'node:child_process'
-import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
-import { dirname, join, relative } from 'node:path'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
-const BIN_DIR = join(ROOT, 'node_modules', '.bin')
-const LINK = join(BIN_DIR, 'node')
+const SHIM = join(ROOT, 'node_modules', '.bin', 'node')
 const PREFIX = join(ROOT, 'node_modules', '.petstore-node')
 const MIN = [22, 14]
 
@@ -31,12 +32,6 @@ function say (line) {
   process.stderr.write(`petstore runtime: ${line}\n`)
 }
 
-function unlink () {
-  try {
-    if (lstatSync(LINK).isSymbolicLink()) rmSync(LINK)
-  } catch {}
-}
-
 function installed (version) {
   try {
     return JSON.parse(readFileSync(join(PREFIX, 'node_modules', 'node', 'package.json'), 'utf8')).version === version
@@ -47,10 +42,15 @@ function installed (version) {
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const requested = process.env.PETSTORE_NODE_VERSION
-const running = process.versions.node
+// The Node that runs npm (npm_node_execpath), not this script's: inside npm scripts, `node` may
+// already be the shim running a Node installed here by an earlier install.
+const npmNode = process.env.npm_node_execpath
+const running = npmNode === undefined || npmNode === process.execPath
+  ? process.versions.node
+  : spawnSync(npmNode, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim()
 
 if (requested === 'system' || (requested === undefined && supported(running))) {
-  unlink()
+  rmSync(PREFIX, { recursive: true, force: true })
   say(`npm scripts use this machine's Node ${running}`)
   process.exit(0)
 }
@@ -88,12 +88,9 @@ if (!existsSync(target)) {
   say(`${target} is missing after installing Node ${version}`)
   process.exit(1)
 }
-mkdirSync(BIN_DIR, { recursive: true })
-unlink()
-symlinkSync(relative(BIN_DIR, target), LINK)
-const check = spawnSync(LINK, ['--version'], { encoding: 'utf8' })
+const check = spawnSync(SHIM, ['--version'], { encoding: 'utf8' })
 if (check.status !== 0 || check.stdout.trim() !== `v${version}`) {
-  say(`node_modules/.bin/node does not run: ${check.stderr || check.stdout}`)
+  say(`node_modules/.bin/node does not run Node ${version}: ${check.error?.message ?? (check.stderr || check.stdout)}`)
   process.exit(1)
 }
 say(`npm scripts use Node ${version} (node_modules/.bin/node); this machine's Node is ${running}`)
