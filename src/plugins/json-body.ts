@@ -4,19 +4,40 @@ import { parse as parseLossless } from 'lossless-json'
 import sjson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 
-/** Integers past 2^53 are only exact as BigInt; smaller ones stay plain numbers. */
-function parseNumber (text: string): number | bigint {
-  if (/^-?\d+$/.test(text)) {
+const NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+
+/**
+ * A JSON number by its exact decimal value, as JSON Schema judges it: an integer is a number with no
+ * fractional part however it is written (`1e3`, `7.0` and `9.2e18` are integers; `1.5` and
+ * `1.0000000000000001` are not). Integers within ±(2^53−1) become numbers, larger ones BigInt (so
+ * int64 keeps all 64 bits); other numbers stay doubles, except a fraction that no double can tell
+ * apart from an integer, which becomes NaN so that no integer rule can accept it (the API has no
+ * fractional field).
+ */
+export function exactNumber (text: string): number | bigint {
+  const m = NUMBER.exec(text)
+  if (m === null) return Number(text)
+  const [, sign, whole, fraction = '', exponent = '0'] = m
+  const significant = (whole! + fraction).replace(/^0+/, '')
+  if (significant === '') return 0
+  const digits = significant.replace(/0+$/, '')
+  const scale = Number(exponent) - fraction.length + (significant.length - digits.length)
+  if (scale < 0) {
     const n = Number(text)
-    return Number.isSafeInteger(n) ? n : BigInt(text)
+    return Number.isInteger(n) ? NaN : n
   }
-  return Number(text)
+  // Past 20 digits an integer is beyond any 64-bit range; its exact size no longer matters.
+  if (digits.length + scale > 20) return BigInt(`${sign!}1${'0'.repeat(20)}`)
+  const value = BigInt(`${sign!}${digits}`) * 10n ** BigInt(scale)
+  return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value
 }
 
 /**
  * Parses a JSON body strictly and losslessly: UTF-8 only, __proto__/constructor keys refused (the
- * prototype-poisoning guard Fastify uses), and integers kept exact (a body whose text holds a run of
- * 16+ digits is parsed a second time, losslessly, so categoryId keeps all 64 bits).
+ * prototype-poisoning guard Fastify uses), and numbers taken by their exact value (a body whose text
+ * holds a run of 16+ digits, a fraction or an exponent is parsed a second time, losslessly, with
+ * exactNumber: categoryId keeps all 64 bits, and `1e3` is the integer 1000 as JSON Schema says).
  */
 export function parseJsonBody (body: Buffer): unknown {
   if (!isUtf8(body)) throw new ApiError('invalid_json', 'request body is not valid UTF-8')
@@ -29,11 +50,12 @@ export function parseJsonBody (body: Buffer): unknown {
     if (/prototype|constructor/i.test(message)) throw new ApiError('invalid_json', 'request body uses a forbidden key (__proto__ or constructor.prototype)')
     throw new ApiError('invalid_json', `request body is not valid JSON: ${message.slice(0, 200)}`)
   }
-  if (/\d{16,}/.test(text)) {
+  if (/\d{16,}|\d[.eE]/.test(text)) {
+    // Same verdict as JSON.parse above (it already accepted the text), only numbers exact; a
+    // repeated key keeps its last value, as JSON.parse does and as any client will read it.
     try {
-      value = parseLossless(text, undefined, parseNumber)
+      value = parseLossless(text, undefined, { parseNumber: exactNumber, onDuplicateKey: ({ newValue }) => newValue })
     } catch (err) {
-      // JSON.parse let the last of duplicate keys win; the lossless parser refuses them instead.
       throw new ApiError('invalid_json', `request body is not valid JSON: ${(err as Error).message.slice(0, 200)}`)
     }
   }

@@ -1,15 +1,17 @@
 import { createHash } from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../errors.js'
 import { etagOf, strongEtag } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
+import { SHARED_SCHEMAS } from '../schemas/index.js'
 import {
-  ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema, PetSchema, PetsSchema,
-  validateListPetsQuery, validateNewPet, validatePetIdParams,
-  type ListPetsQuery, type NewPet, type Pet, type PetIdParams
+  ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PATTERN_RULES, PetIdParamsSchema,
+  PetSchema, PetsSchema, SERVICE_ASSIGNED_FIELDS, type NewPet, type Pet
 } from '../schemas/pets.js'
 import { Ref } from '../schemas/common.js'
 import { errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
+import { createValidatorCompiler } from '../schemas/validator.js'
 import type { CursorCodec } from '../services/cursor.js'
 import type { PetReads, Representation } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
@@ -31,40 +33,12 @@ export interface PetRoutesOptions {
   idempotencyTtlMs: number
 }
 
-// The IETF draft makes the value an sf-string ("…"); Stripe sends it bare. Both are accepted.
-const IDEMPOTENCY_KEY = /^"?([\x21\x23-\x7e]{1,255})"?$/
-
-function idempotencyKeyOf (request: FastifyRequest): string | undefined {
-  const raw = request.headers['idempotency-key']
-  if (raw === undefined) return undefined
-  const m = typeof raw === 'string' && raw.startsWith('"') === raw.endsWith('"') ? IDEMPOTENCY_KEY.exec(raw) : null
-  if (m === null) {
-    throw new ApiError('invalid_parameter', "header 'Idempotency-Key' must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)")
-  }
-  return m[1]!
-}
+/** The key itself: the header value without the structured-field quotes (the schema checked it). */
+const unquote = (value: string): string => value.startsWith('"') ? value.slice(1, -1) : value
 
 /** What makes two creates "the same request": the validated body, defaults applied (key order and spacing do not matter). */
 function fingerprint (pet: NewPet): string {
   return createHash('sha256').update(JSON.stringify([pet.name, String(pet.categoryId), pet.status])).digest('hex')
-}
-
-// Our own validators (see schemas/pets.ts); the schemas above still document each part.
-const validators = {
-  body: () => (data: unknown) => ({ value: validateNewPet(data) }),
-  querystring: () => (data: unknown) => ({ value: validateListPetsQuery(data) }),
-  params: () => (data: unknown) => ({ value: validatePetIdParams(data) })
-}
-function validatorCompiler ({ httpPart }: { httpPart?: string }) {
-  const make = validators[httpPart as keyof typeof validators]
-  const check = make()
-  return (data: unknown) => {
-    try {
-      return check(data)
-    } catch (error) {
-      return { error: error as Error }
-    }
-  }
 }
 
 /** A 200 representation made once, by the route's response schema, for the read cache to keep. */
@@ -84,13 +58,15 @@ function send (reply: FastifyReply, rep: Representation): Buffer {
 }
 
 /** The three operations of the Petstore v1 interface. Authentication is installed by the /v1 scope. */
-export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
+export default async function petRoutes (fastify: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
   const { store, reads, cursors, metrics } = opts
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  // Every request part of these routes is checked by Ajv against the schema the route declares.
+  app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS, { patterns: PATTERN_RULES, assignedFields: SERVICE_ASSIGNED_FIELDS }))
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
 
   app.get('/pets', {
-    validatorCompiler,
     schema: {
       operationId: 'listPets',
       summary: 'List animals',
@@ -100,6 +76,7 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
         'Parameters are strict: an unknown or repeated parameter is 400 `invalid_parameter`, never ignored.',
       tags: ['pets'],
       querystring: ListPetsQuerySchema,
+      headers: ConditionalReadHeadersSchema,
       response: {
         200: jsonResponse('A page of animals (an empty array when there are none).', PetsSchema, { Link: Headers.linkNext, ...cacheHeaders, ...RateLimitHeaders }),
         304: notModified({ Link: Headers.linkNext, ...RateLimitHeaders }),
@@ -107,8 +84,8 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
       }
     },
     onSend: strongEtag
-  }, async (request: FastifyRequest, reply: FastifyReply) => {
-    const q = request.query as ListPetsQuery
+  }, async (request, reply) => {
+    const q = request.query
     let afterId: bigint | null = null
     if (q.cursor !== undefined) {
       const decoded = cursors.decode(q.cursor, q.status)
@@ -123,7 +100,6 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
   })
 
   app.post('/pets', {
-    validatorCompiler,
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
@@ -134,19 +110,21 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
         'the same key with another body is 422, and while the first request is still running, 409.',
       tags: ['pets'],
       body: Ref(NewPetSchema),
+      headers: CreatePetHeadersSchema,
       response: {
         201: jsonResponse('The animal as stored, with its assigned id.', Ref(PetSchema), { Location: Headers.location, 'Idempotent-Replayed': Headers.idempotentReplayed, ...RateLimitHeaders }),
         ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', 'unauthorized', 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     }
-  }, async (request: FastifyRequest, reply: FastifyReply) => {
-    const body = request.body as NewPet
-    const key = idempotencyKeyOf(request)
-    if (key === undefined) {
+  }, async (request, reply) => {
+    const body = request.body
+    const header = request.headers['idempotency-key']
+    if (header === undefined) {
       const pet = await store.createPet(body)
       reply.code(201).header('location', `/v1/pets/${pet.id}`)
       return pet
     }
+    const key = unquote(header)
     const scoped = `${request.apiKeyId}:${key}`
     if (inFlight.has(scoped)) throw new ApiError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry once it has finished')
     inFlight.add(scoped)
@@ -172,7 +150,6 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
   const deprecation = `@${Math.floor(opts.getPetDeprecatedAt.getTime() / 1000)}`
   const sunset = opts.getPetSunsetAt.toUTCString()
   app.get('/pets/:petId', {
-    validatorCompiler,
     schema: {
       operationId: 'getPet',
       summary: 'Get an animal (deprecated)',
@@ -182,6 +159,7 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
       deprecated: true,
       tags: ['pets'],
       params: PetIdParamsSchema,
+      headers: ConditionalReadHeadersSchema,
       response: {
         200: jsonResponse('The animal.', Ref(PetSchema), { ...deprecationHeaders, ...cacheHeaders, ...RateLimitHeaders }),
         304: notModified({ ...deprecationHeaders, ...RateLimitHeaders }),
@@ -201,8 +179,8 @@ export default async function petRoutes (app: FastifyInstance, opts: PetRoutesOp
         throw new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`)
       }
     }
-  }, async (request: FastifyRequest, reply: FastifyReply) => {
-    const { petId } = request.params as PetIdParams
+  }, async (request, reply) => {
+    const { petId } = request.params
     const rep = await reads.pet(petId, (pet) => represent(reply, pet))
     if (rep === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
     return send(reply, rep)

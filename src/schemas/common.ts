@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox'
+import { Type, type TObject, type TProperties, type TSchema } from 'typebox'
 import { ERROR_CODES } from '../errors.js'
 
 export const INT64_MIN = -(2n ** 63n)
@@ -6,10 +6,25 @@ export const INT64_MAX = 2n ** 63n - 1n
 
 /**
  * An int64 carried as a BigInt inside the service. JSON Schema says integer/int64 (so the OpenAPI
- * document and fast-json-stringify write the exact digits); the TypeScript type is bigint.
+ * document and fast-json-stringify write the exact digits); the TypeScript type is bigint. The
+ * request validator (schemas/validator.ts) checks the 64-bit range exactly and hands out a BigInt.
  */
-export const Int64 = (options: { description: string, minimum?: number }) =>
+export const Int64 = (options: { description: string }) =>
   Type.Unsafe<bigint>({ type: 'integer', format: 'int64', ...options })
+
+/**
+ * An object schema for a request part whose properties with a `default` may be left out by the
+ * client (the JSON Schema does not list them in `required`) yet are always present once validated,
+ * because the validator fills the default in. Its static type, which the routes receive through the
+ * TypeBox type provider, is the validated one: a defaulted property is not optional there.
+ */
+export function WithDefaults<P extends TProperties> (properties: P, options: { $id?: string, additionalProperties?: boolean, description?: string } = {}): TObject<P> {
+  const required = Object.keys(properties).filter((k) => !Type.IsOptional(properties[k]) && (properties[k] as { default?: unknown }).default === undefined)
+  const schema = Type.Object(properties, { ...options, required })
+  // `required: []` says nothing; leave it out of the document.
+  if (required.length === 0) Reflect.deleteProperty(schema, 'required')
+  return schema
+}
 
 /**
  * The Error object of every error response. `code` lists the catalogue of src/errors.ts, and

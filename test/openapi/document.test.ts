@@ -4,6 +4,7 @@ import { describe, it } from 'node:test'
 import { parse as parseYaml } from 'yaml'
 import { loadConfig } from '../../src/config.js'
 import { ERROR_CODES } from '../../src/errors.js'
+import { IDEMPOTENCY_KEY, LONE_SURROGATE } from '../../src/schemas/pets.js'
 import { buildTestApp } from '../helpers/app.js'
 import { generateDocument } from '../helpers/openapi-document.js'
 
@@ -67,7 +68,11 @@ describe('the OpenAPI document', () => {
     assert.deepEqual([Pet.properties.id.format, Pet.properties.categoryId.format, NewPet.properties.categoryId.format], ['int64', 'int64', 'int64'])
     assert.equal(NewPet.properties.status.default, 'available')
     const params = op('/pets', 'get').parameters as Json[]
-    assert.deepEqual(params.map(p => p.name), ['limit', 'status', 'cursor'])
+    assert.deepEqual(params.map(p => `${p.in} ${p.name}`), ['query limit', 'query status', 'query cursor', 'header if-none-match'])
+    // The request headers the service reads are parameters, with the rule it checks.
+    const idempotencyKey = (op('/pets', 'post').parameters as Json[]).find(p => p.in === 'header' && p.name === 'idempotency-key')
+    assert.equal(idempotencyKey?.schema.pattern, IDEMPOTENCY_KEY)
+    assert.deepEqual(NewPet.properties.name.not, { type: 'string', pattern: LONE_SURROGATE })
     assert.equal(params[0]!.schema.default, 20)
     assert.equal(op('/pets/{petId}', 'get').parameters[0].schema.format, 'int64')
     assert.deepEqual(ErrorSchema.properties.code.enum, Object.keys(ERROR_CODES))
