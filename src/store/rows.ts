@@ -6,7 +6,7 @@
  * bigint.
  */
 import { INT64_MIN } from '../schemas/common.js'
-import { DEFAULT_PET_STATUS, type NewPet, type Pet, type PetStatus } from '../schemas/pets.js'
+import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
 import type { ApiKeyRecord, ListPetsParams } from './store.js'
 
 /** The pet columns every pet query selects: `id, name, category_id, status`. */
@@ -42,11 +42,8 @@ export const toApiKey = (r: KeyRow): ApiKeyRecord => ({
 
 export const toKeyRef = (r: KeyRefRow): { id: number, revoked: boolean } => ({ id: Number(r.id), revoked: r.revoked_at !== null })
 
-/** The status a new pet is stored with. */
-export const statusOf = (pet: NewPet): PetStatus => pet.status ?? DEFAULT_PET_STATUS
-
-/** The pet a create stored: its assigned id and the body, the status default applied. */
-export const storedPet = (id: bigint, pet: NewPet): Pet => ({ id, name: pet.name, categoryId: pet.categoryId, status: statusOf(pet) })
+/** The pet a create stored: its assigned id and the validated body (the request validator applied the status default). */
+export const storedPet = (id: bigint, pet: NewPet): Pet => ({ id, name: pet.name, categoryId: pet.categoryId, status: pet.status })
 
 /** The keyset lower bound of a page: ids are int64, so the first page starts after the smallest. */
 export const pageAfter = (params: ListPetsParams): bigint => params.afterId ?? INT64_MIN

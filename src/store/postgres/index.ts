@@ -1,6 +1,6 @@
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates, runCreateBatchAsync } from '../creates.js'
-import { type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, statusOf, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
+import { type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
 import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PoolStats, Store } from '../store.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions } from './connection.js'
 import { migratePostgres } from './migrations.js'
@@ -81,7 +81,7 @@ export class PostgresStore implements Store {
       values: [
         pets.map(p => Buffer.from(p.name, 'utf8')),
         pets.map(p => p.categoryId.toString()),
-        pets.map(statusOf),
+        pets.map(p => p.status),
         PET_INSERT_LOCK_KEY.toString()
       ]
     }])
@@ -113,7 +113,7 @@ export class PostgresStore implements Store {
         insertPet: async (pet) => (await query<{ id: bigint }>({
           name: 'insert_pet',
           text: 'INSERT INTO pets (name, category_id, status) VALUES ($1, $2::int8, $3) RETURNING id',
-          values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), statusOf(pet)]
+          values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), pet.status]
         })).rows[0]!.id,
         recordKey: async (idem, petId) => {
           await query({

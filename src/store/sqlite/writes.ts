@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { type CreateItem, type CreateOutcome, runCreateBatch } from '../creates.js'
-import { type IdemRow, statusOf, toIdemRecord } from '../rows.js'
+import { type IdemRow, toIdemRecord } from '../rows.js'
 
 /** The write transactions that go through the writer (a worker thread, or inline for :memory:). */
 export interface SqliteWrites {
@@ -26,7 +26,7 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
       return row === undefined ? undefined : toIdemRecord(row)
     },
     dropKey: (idem) => { deleteIdem.run(idem.apiKeyId, idem.key) },
-    insertPet: (p) => (insertPet.get(p.name, p.categoryId, statusOf(p)) as { id: bigint }).id,
+    insertPet: (p) => (insertPet.get(p.name, p.categoryId, p.status) as { id: bigint }).id,
     recordKey: (idem, petId) => { insertIdem.run(idem.apiKeyId, idem.key, idem.fingerprint, petId, idem.now.getTime()) }
   }))
   const touchApiKeys = db.transaction((entries: Array<[number, string]>) => {
