@@ -44,7 +44,7 @@ for (const store of STORES) {
 
       // The backup as a store: SQLite is the file itself; PostgreSQL's export file is imported into a fresh SQLite store.
       let file = path
-      if (store === 'postgres') {
+      if (store !== 'sqlite') { // postgres, direct or through PgBouncer
         file = join(dir, 'restored.db')
         const restored = await runCli(['import', path], { DATABASE_URL: `sqlite:${file}` })
         assert.equal(restored.code, 0, restored.stderr)
