@@ -1,7 +1,12 @@
 import { isIP } from 'node:net'
 import { resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
+
+/** The project directory (holding package.json): one level above this file in src/ and in dist/. */
+export const PROJECT_ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
+const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 
 /**
  * Every setting, read once from the environment. Nothing else in the code reads process.env:
@@ -10,7 +15,7 @@ import { Type, type Static } from 'typebox'
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 in a container.' }),
-  DATABASE_URL: Type.String({ minLength: 1, default: 'sqlite:data/petstore.db', description: 'sqlite:PATH (relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL; see Running at scale).' }),
+  DATABASE_URL: Type.String({ minLength: 1, default: DEFAULT_DATABASE_URL, description: 'sqlite:PATH (a relative PATH is relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL; see Running at scale). Unset: data/petstore.db in the project directory, wherever the command runs from.' }),
   // Plain enums (not unions of literals) so a bad value gets one message naming the variable.
   LOG_LEVEL: Type.Unsafe<string>({ type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level.' }),
   BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1048576, default: 16384, description: 'Largest accepted request body, in bytes; larger → 413.' }),
@@ -37,6 +42,7 @@ const EnvSchema = Type.Object({
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
   READ_CACHE_MAX_MB: Type.Integer({ minimum: 0, maximum: 65536, default: 64, description: 'Memory for the read cache of getPet and full listPets pages (serialized bodies, ETags), in MiB; least recently used entries go first. 0 turns it off.' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' }),
+  NO_COLOR: Type.Optional(Type.String({ description: 'Any non-empty value turns colours off (no-color.org): CLI tables stay plain.' })),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: a server of the OpenAPI document, after this server (relative /v1). Default: not listed.' })),
   STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: a server of the OpenAPI document, after production. Default: not listed.' }))
 })
@@ -50,7 +56,11 @@ export interface Config {
   host: string
   port: number
   database: DatabaseLocation
+  /** DATABASE_URL was unset: the database is the project's own data/petstore.db. */
+  databaseIsDefault: boolean
   logLevel: string
+  /** Colours welcome: NO_COLOR unset or empty. */
+  color: boolean
   bodyLimit: number
   keyCacheTtlMs: number
   pgPoolMax: number
@@ -172,22 +182,43 @@ function parseBaseUrl (name: string, value: string | undefined): string | undefi
   return `${url.origin}${url.pathname}`
 }
 
+interface SchemaError { instancePath: string, keyword: string, params: { allowedValues?: unknown[] }, message?: string }
+
+/**
+ * env-schema (Ajv) says e.g. "env/PORT must be <= 65535" and, for an enum, only "must be equal to
+ * one of the allowed values": name the variable first, and list the allowed values.
+ */
+function schemaErrorMessage (err: unknown, env: NodeJS.ProcessEnv): string {
+  const errors = (err as { errors?: SchemaError[] }).errors
+  if (!Array.isArray(errors)) return (err as Error).message.replace(/env\/([A-Z_]+) /g, '$1: ').replace(/^env /, '')
+  return errors.map(e => {
+    const name = e.instancePath.replace(/^\//, '')
+    if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) {
+      return `${name}: must be one of ${e.params.allowedValues.join(', ')} (got '${String(env[name])}')`
+    }
+    return `${name}: ${e.message ?? 'is not valid'}`
+  }).join(', ')
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
   let e: Env
   try {
     e = envSchema<Env>({ schema: EnvSchema, data: env, dotenv: false })
   } catch (err) {
-    // env-schema says e.g. "env/PORT must be <= 65535": keep the variable name first.
-    const msg = (err as Error).message.replace(/env\/([A-Z_]+) /g, '$1: ').replace(/^env /, '')
-    throw new ConfigError(msg)
+    throw new ConfigError(schemaErrorMessage(err, env))
   }
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) throw new ConfigError(`HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS})`)
   return Object.freeze({
     host: e.HOST,
     port: e.PORT,
-    database: parseDatabaseUrl(e.DATABASE_URL, cwd),
+    // Unset, the default names the project's own database, wherever the command runs from (an
+    // `npx petstore` from a subdirectory must not find another file); a relative path someone
+    // wrote is relative to the working directory, as for any command.
+    database: parseDatabaseUrl(e.DATABASE_URL, env.DATABASE_URL === undefined ? PROJECT_ROOT : cwd),
+    databaseIsDefault: env.DATABASE_URL === undefined,
     logLevel: e.LOG_LEVEL,
+    color: e.NO_COLOR === undefined || e.NO_COLOR === '',
     bodyLimit: e.BODY_LIMIT,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     pgPoolMax: e.PG_POOL_MAX,

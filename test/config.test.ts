@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { ConfigError, EnvSchema, loadConfig } from '../src/config.js'
+import { ConfigError, EnvSchema, loadConfig, PROJECT_ROOT } from '../src/config.js'
 
 describe('loadConfig', () => {
-  it('applies the documented defaults, resolving the database path against the working directory', () => {
-    const c = loadConfig({}, '/srv/petstore')
+  it('applies the documented defaults, resolving the default database path against the project directory', () => {
+    const c = loadConfig({}, '/srv/elsewhere')
     assert.equal(c.port, 8080)
     assert.equal(c.host, '127.0.0.1')
-    assert.deepEqual(c.database, { kind: 'sqlite', path: '/srv/petstore/data/petstore.db' })
+    assert.deepEqual(c.database, { kind: 'sqlite', path: join(PROJECT_ROOT, 'data', 'petstore.db') })
+    assert.equal(c.databaseIsDefault, true)
+    assert.equal(loadConfig({ DATABASE_URL: 'sqlite:data/petstore.db' }, '/srv/elsewhere').databaseIsDefault, false)
     assert.equal(c.logLevel, 'info')
     assert.equal(c.bodyLimit, 16384)
     assert.equal(c.keyCacheTtlMs, 500)

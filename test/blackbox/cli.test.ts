@@ -12,7 +12,7 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 describe('the petstore CLI (black box)', () => {
   it('keys create prints the key alone; keys list shows id first and never a secret or hash', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` }
-    const a = await runCli(['keys', 'create', '--name', 'alpha'], env)
+    const a = await runCli(['keys', 'create', '--name', 'alpha', '--create'], env)
     const b = await runCli(['keys', 'create', '--name', 'beta team'], env)
     for (const r of [a, b]) {
       assert.equal(r.code, 0, r.stderr)
@@ -40,7 +40,7 @@ describe('the petstore CLI (black box)', () => {
 
   it('keys revoke makes a running server refuse the key within 1 second', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` }
-    const made = await runCli(['keys', 'create', '--name', 'doomed'], env)
+    const made = await runCli(['keys', 'create', '--name', 'doomed', '--create'], env)
     const keep = await runCli(['keys', 'create', '--name', 'kept'], env)
     const server = await startServer(t, env)
     const call = (key: string) => fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
@@ -62,6 +62,7 @@ describe('the petstore CLI (black box)', () => {
 
   it('keys revoke fails with exit 1 for an unknown id and exit 2 for a malformed one', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` }
+    assert.equal((await runCli(['migrate'], env)).code, 0)
     const unknown = await runCli(['keys', 'revoke', '42'], env)
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /no key with id 42/)
@@ -119,7 +120,7 @@ describe('the petstore CLI (black box)', () => {
     const good = `sqlite:${join(tempDir(t), 'petstore.db')}`
     const cases: Array<[string[], string, string]> = [
       [['keys', 'list'], 'DATABASE_URL', 'mysql://localhost/db'],
-      [['keys', 'create', '--name', 'x'], 'PORT', 'abc'],
+      [['keys', 'create', '--name', 'x', '--create'], 'PORT', 'abc'],
       [['migrate'], 'LOG_LEVEL', 'loud'],
       [['serve'], 'PORT', '99999']
     ]

@@ -26,7 +26,7 @@ describe('durability under kill -9 (black box)', () => {
   it('keeps every acknowledged pet, once, after a SIGKILL under concurrent write load', async (t) => {
     const path = join(tempDir(t), 'petstore.db')
     const env = { DATABASE_URL: `sqlite:${path}` }
-    const key = (await runCli(['keys', 'create', '--name', 'load'], env)).stdout.trim()
+    const key = (await runCli(['keys', 'create', '--name', 'load', '--create'], env)).stdout.trim()
     const server = await startServer(t, env)
 
     const acked = new Map<string, number>() // name → id, only for 201 answers

@@ -20,11 +20,15 @@ export function childEnv (env: Record<string, string>): NodeJS.ProcessEnv {
 
 export interface CliResult { code: number | null, stdout: string, stderr: string }
 
-/** Runs `node dist/cli/index.js ...args` (the `petstore` bin) and collects its output; `input`, when given, is its stdin. */
-export function runCli (args: string[], env: Record<string, string>, input?: string | Buffer): Promise<CliResult> {
+/**
+ * Runs `node dist/cli/index.js ...args` (the `petstore` bin) and collects its output; `input`, when
+ * given, is its stdin. From the repository root unless `opts.cwd` says otherwise; `opts.cli` runs
+ * another copy of the entry.
+ */
+export function runCli (args: string[], env: Record<string, string>, input?: string | Buffer, opts: { cwd?: string, cli?: string } = {}): Promise<CliResult> {
   assertBuilt()
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: childEnv(env), timeout: 30_000, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [opts.cli ?? CLI, ...args], { cwd: opts.cwd ?? ROOT, env: childEnv(env), timeout: 30_000, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null
       resolve({ code, stdout, stderr })
     })
@@ -100,3 +104,23 @@ export async function runServerToExit (env: Record<string, string>): Promise<Cli
 }
 
 export const CLI_PATH = CLI
+export const SERVER_PATH = SERVER
+
+const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`
+
+/**
+ * Runs `node ...args` on a pseudo-terminal (util-linux `script`), as a person at a terminal would:
+ * stdin, stdout and stderr are the terminal, unless `stderrFile` sends stderr to a file. `output`
+ * is what the terminal showed (stdout and stderr merged, \r\n line ends); `code` the child's exit code.
+ */
+export function runInTerminal (args: string[], env: Record<string, string>, opts: { cwd?: string, stderrFile?: string, timeoutMs?: number } = {}): Promise<{ code: number | null, output: string }> {
+  assertBuilt()
+  const command = [process.execPath, ...args].map(shellQuote).join(' ') + (opts.stderrFile === undefined ? '' : ` 2>${shellQuote(opts.stderrFile)}`)
+  return new Promise((resolve) => {
+    execFile('script', ['--quiet', '--return', '--command', command, '/dev/null'],
+      { cwd: opts.cwd ?? ROOT, env: childEnv({ TERM: 'xterm', ...env }), timeout: opts.timeoutMs ?? 30_000 }, (err, stdout) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null
+        resolve({ code, output: stdout })
+      })
+  })
+}

@@ -1,12 +1,22 @@
 import type { Command } from 'commander'
-import { loadCliConfig } from '../config.js'
+import { describeFailure } from '../../describe-failure.js'
 import { migrateStore } from '../../store/index.js'
+import { loadCliConfig } from '../config.js'
+import { CliError } from '../exit.js'
+import { announceStore } from '../store.js'
 
 export function registerMigrateCommand (program: Command): void {
   program.command('migrate')
-    .description('Apply pending schema migrations to the DATABASE_URL store (start applies them too).')
+    .description('Apply pending schema migrations to the DATABASE_URL store, creating a SQLite database that does not exist yet (start applies them too).')
     .action(async () => {
-      const applied = await migrateStore(loadCliConfig())
+      const config = loadCliConfig()
+      announceStore(config, { mayCreate: true })
+      let applied: number[]
+      try {
+        applied = await migrateStore(config)
+      } catch (err) {
+        throw new CliError(describeFailure(err, config))
+      }
       process.stderr.write(applied.length === 0 ? 'schema is up to date\n' : `applied migrations: ${applied.join(', ')}\n`)
     })
 }

@@ -1,0 +1,53 @@
+import { existsSync } from 'node:fs'
+import type { Command } from 'commander'
+import { PROJECT_ROOT, type Config } from '../config.js'
+import { describeFailure } from '../describe-failure.js'
+import { openStore, type Store } from '../store/index.js'
+import { describeLocation } from '../store/location.js'
+import { loadCliConfig } from './config.js'
+import { CliError } from './exit.js'
+
+export interface StoreOptions { create?: boolean }
+
+/** Adds --create to a command that opens the store (every command but serve and migrate, which always may create). */
+export function withCreateOption (cmd: Command): Command {
+  return cmd.option('--create', 'create the SQLite database when the file does not exist yet (without it, a missing file is an error)')
+}
+
+/**
+ * Says on stderr which store a command uses, and refuses to make a fresh SQLite file unless asked:
+ * a command run from an unexpected directory, or with a mistyped DATABASE_URL, must not silently
+ * work on a new empty database that no server reads.
+ */
+export function announceStore (config: Readonly<Config>, opts: StoreOptions & { mayCreate?: boolean } = {}): void {
+  const db = config.database
+  process.stderr.write(`petstore: store: ${describeLocation(db)}\n`)
+  if (db.kind !== 'sqlite' || db.path === ':memory:' || opts.mayCreate === true || opts.create === true) return
+  if (!existsSync(db.path)) {
+    const why = config.databaseIsDefault
+      ? `DATABASE_URL is unset: the default is data/petstore.db in the project directory ${PROJECT_ROOT}`
+      : `from DATABASE_URL; a relative path is relative to the working directory ${process.cwd()}`
+    throw new CliError(`no database at ${db.path} (${why}); set DATABASE_URL to the database the server uses, ` +
+      'or pass --create to make a new empty one')
+  }
+}
+
+/** Opens the store DATABASE_URL names (after announceStore), runs fn, and closes it. */
+export async function withStore<T> (opts: StoreOptions, fn: (store: Store, config: Readonly<Config>) => Promise<T>): Promise<T> {
+  const config = loadCliConfig()
+  announceStore(config, opts)
+  let store: Store
+  try {
+    store = await openStore(config)
+  } catch (err) {
+    throw new CliError(describeFailure(err, config))
+  }
+  try {
+    return await fn(store, config)
+  } catch (err) {
+    if (err instanceof CliError) throw err
+    throw new CliError(describeFailure(err, config))
+  } finally {
+    await store.close()
+  }
+}

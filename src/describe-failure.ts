@@ -1,0 +1,120 @@
+import type { Config } from './config.js'
+import { ConfigError } from './config.js'
+import { postgresTarget } from './store/location.js'
+
+/*
+ * Start-up (and CLI) failures as one line for people: the cause, and the setting to look at. The
+ * drivers' own errors are precise but come with stacks and internals (23 lines for PostgreSQL being
+ * down); this reads their codes instead. Never a password: the PostgreSQL target is rebuilt from the
+ * URL without it, and the URL's password is masked in anything quoted.
+ */
+
+interface ErrorLike { message: string, code?: unknown, syscall?: unknown, path?: unknown, severity?: unknown, errors?: unknown, cause?: unknown }
+
+function isErrorLike (v: unknown): v is ErrorLike {
+  return typeof v === 'object' && v !== null && typeof (v as { message?: unknown }).message === 'string'
+}
+
+/** The error and its causes (and an AggregateError's first error), outermost first. */
+function chain (err: unknown): ErrorLike[] {
+  const out: ErrorLike[] = []
+  let e: unknown = err
+  while (isErrorLike(e) && out.length < 10) {
+    out.push(e)
+    if (Array.isArray(e.errors) && e.errors.length > 0 && isErrorLike(e.errors[0])) out.push(e.errors[0] as ErrorLike)
+    e = e.cause
+  }
+  return out
+}
+
+const SOCKET_WORDS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed'
+}
+const PERMISSION = new Set(['EACCES', 'EPERM', 'EROFS'])
+const SQLSTATE = /^[0-9A-Z]{5}$/
+
+function oneLine (s: string): string {
+  return s.replace(/\s*\n\s*/g, ' ').trim()
+}
+
+function postgres (errors: ErrorLike[], url: string): string | undefined {
+  // The PostgreSQL store describes its own start failures (src/store/postgres/start-failure.ts):
+  // "PostgreSQL at host:port (database, user): cause; check SETTING". Printed as it is.
+  const described = errors.find(e => e.message.startsWith('PostgreSQL at '))
+  if (described !== undefined) return oneLine(described.message)
+  const t = postgresTarget(url)
+  const where = `${t.host}:${t.port}`
+  const server = errors.find(e => typeof e.code === 'string' && SQLSTATE.test(e.code) && e.severity !== undefined)
+  if (server !== undefined) {
+    const code = server.code as string
+    const said = `${oneLine(server.message)} (SQLSTATE ${code})`
+    if (code === '28P01' || code === '28000') return `PostgreSQL at ${where} refused to log in${t.user === undefined ? '' : ` user "${t.user}"`}: ${said}; check the user and password in DATABASE_URL`
+    if (code === '3D000') return `PostgreSQL at ${where} has no database "${t.database}": ${said}; create it or fix the database name in DATABASE_URL`
+    if (code.startsWith('53')) return `PostgreSQL at ${where} cannot take a connection: ${said}; check its max_connections, or lower PG_POOL_MAX`
+    return `PostgreSQL at ${where} refused: ${said}; check DATABASE_URL and the server`
+  }
+  const socket = errors.find(e => typeof e.code === 'string' && e.code in SOCKET_WORDS)
+  if (socket !== undefined) {
+    const code = socket.code as string
+    return `cannot reach PostgreSQL at ${where} (${code}: ${SOCKET_WORDS[code]}); check that PostgreSQL is running there and the host and port in DATABASE_URL`
+  }
+  if (errors.some(e => /timeout|timed out/i.test(e.message))) {
+    return `cannot reach PostgreSQL at ${where} (no answer within PG_CONNECT_TIMEOUT_MS); check that PostgreSQL is running there and the host and port in DATABASE_URL`
+  }
+  return undefined
+}
+
+function sqlite (errors: ErrorLike[], path: string): string | undefined {
+  const fs = errors.find(e => typeof e.code === 'string' && PERMISSION.has(e.code))
+  if (fs !== undefined) {
+    const target = typeof fs.path === 'string' ? fs.path : path
+    const what = fs.syscall === 'mkdir' ? 'create the directory' : 'open'
+    return `permission denied: cannot ${what} ${target} (${fs.code as string}); make its directory writable by this user, or point DATABASE_URL elsewhere`
+  }
+  const db = errors.find(e => typeof e.code === 'string' && e.code.startsWith('SQLITE_'))
+  if (db !== undefined) {
+    const code = db.code as string
+    if (code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_READONLY')) {
+      return `permission denied: cannot write the SQLite database ${path} (${code}: ${oneLine(db.message)}); make its directory writable by this user, or point DATABASE_URL elsewhere`
+    }
+    return `SQLite database ${path}: ${oneLine(db.message)} (${code}); check DATABASE_URL`
+  }
+  return undefined
+}
+
+function listen (e: ErrorLike, config: Pick<Config, 'host' | 'port'>): string | undefined {
+  const at = `${config.host}:${config.port}`
+  if (e.code === 'EADDRINUSE') return `cannot listen on ${at}: the port is already in use (EADDRINUSE); set PORT to a free port, or stop the process using it`
+  if (e.code === 'EADDRNOTAVAIL') return `cannot listen on ${at}: no such address on this machine (EADDRNOTAVAIL); check HOST`
+  if (e.code === 'EACCES' && e.syscall === 'listen') return `cannot listen on ${at}: not permitted (EACCES; ports below 1024 need privileges); check PORT`
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `cannot listen on ${at}: HOST does not resolve (${e.code}); check HOST`
+  return undefined
+}
+
+/** One line (no stack) saying what failed and which setting to look at. */
+export function describeFailure (err: unknown, config?: Pick<Config, 'host' | 'port' | 'database'>): string {
+  if (err instanceof ConfigError) return `invalid configuration: ${oneLine(err.message)}`
+  const errors = chain(err)
+  const outer = errors[0]
+  if (outer === undefined) return oneLine(String(err))
+  let line: string | undefined
+  if (config !== undefined) {
+    line = (outer.syscall === 'listen' || outer.syscall === 'getaddrinfo') ? listen(outer, config) : undefined
+    if (line === undefined) {
+      line = config.database.kind === 'postgres' ? postgres(errors, config.database.url) : sqlite(errors, config.database.path)
+    }
+  }
+  line ??= errors.map(e => oneLine(e.message)).filter((m, i, all) => m !== '' && all.indexOf(m) === i).join(': ')
+  return config?.database.kind === 'postgres' ? maskPassword(line, config.database.url) : line
+}
+
+function maskPassword (line: string, url: string): string {
+  const password = decodeURIComponent(new URL(url).password)
+  return password === '' ? line : line.split(password).join('***')
+}

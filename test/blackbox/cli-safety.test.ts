@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict'
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, it, type TestContext } from 'node:test'
+import Database from 'better-sqlite3'
+import { createTestDatabase, tempDir } from '../helpers/app.js'
+import { ROOT, runCli, runInTerminal } from '../helpers/process.js'
+
+const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+
+/**
+ * An installed copy of the project in a temporary directory (dist, package.json, the dependencies),
+ * so the default database (data/petstore.db in the project directory) is this test's, not the repo's.
+ */
+function installedCopy (t: TestContext): { root: string, cli: string } {
+  const root = tempDir(t, 'petstore-install-')
+  cpSync(join(ROOT, 'dist'), join(root, 'dist'), { recursive: true })
+  cpSync(join(ROOT, 'package.json'), join(root, 'package.json'))
+  symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir')
+  return { root, cli: join(root, 'dist', 'cli', 'index.js') }
+}
+
+describe('the petstore CLI cannot surprise (black box)', () => {
+  it('prints its version with --version and -V, exit 0', async () => {
+    for (const flag of ['--version', '-V']) {
+      const r = await runCli([flag], {})
+      assert.deepEqual([r.code, r.stdout, r.stderr], [0, `${version}\n`, ''])
+    }
+  })
+
+  it('from another directory, uses the project database and refuses to create a new one', async (t) => {
+    const { root, cli } = installedCopy(t)
+    const db = join(root, 'data', 'petstore.db')
+    const src = join(root, 'src')
+    mkdirSync(src)
+    const elsewhere = tempDir(t)
+
+    // `cd src && npx petstore keys create --name x` on a fresh clone: no database yet, none made.
+    const refused = await runCli(['keys', 'create', '--name', 'x'], {}, undefined, { cwd: src, cli })
+    assert.equal(refused.code, 1, refused.stderr)
+    assert.equal(refused.stdout, '')
+    assert.match(refused.stderr, new RegExp(`^petstore: store: SQLite ${db}\\npetstore: no database at ${db} \\(DATABASE_URL is unset: the default is data/petstore.db in the project directory ${root}\\); .*--create`))
+    assert.equal(existsSync(db), false)
+
+    // migrate (as the server's first start would) creates it, from any directory.
+    const migrated = await runCli(['migrate'], {}, undefined, { cwd: src, cli })
+    assert.equal(migrated.code, 0, migrated.stderr)
+    assert.match(migrated.stderr, new RegExp(`^petstore: store: SQLite ${db}\\napplied migrations: `))
+    assert.ok(existsSync(db))
+
+    // A key made in one directory is listed from another: the same database.
+    const made = await runCli(['keys', 'create', '--name', 'from-src'], {}, undefined, { cwd: src, cli })
+    assert.equal(made.code, 0, made.stderr)
+    assert.match(made.stdout, /^psk_[A-Za-z0-9_-]{43}\n$/)
+    const listed = await runCli(['keys', 'list'], {}, undefined, { cwd: elsewhere, cli })
+    assert.equal(listed.code, 0, listed.stderr)
+    assert.equal(listed.stderr, `petstore: store: SQLite ${db}\n`)
+    assert.deepEqual(listed.stdout.trimEnd().split('\n').map(l => l.split('\t')[1]), ['from-src'])
+    assert.equal(existsSync(join(src, 'data')), false)
+    assert.equal(existsSync(join(elsewhere, 'data')), false)
+  })
+
+  it('resolves a relative DATABASE_URL against the working directory, and creates it only with --create', async (t) => {
+    const dir = tempDir(t)
+    const env = { DATABASE_URL: 'sqlite:data/other.db' }
+    const path = join(dir, 'data', 'other.db')
+    for (const args of [['keys', 'list'], ['keys', 'revoke', '1'], ['keys', 'create', '--name', 'x']]) {
+      const r = await runCli(args, env, { cwd: dir })
+      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`)
+      assert.match(r.stderr, new RegExp(`no database at ${path} \\(from DATABASE_URL; a relative path is relative to the working directory ${dir}\\)`))
+      assert.equal(existsSync(path), false, args.join(' '))
+    }
+    const created = await runCli(['keys', 'create', '--name', 'x', '--create'], env, undefined, { cwd: dir })
+    assert.equal(created.code, 0, created.stderr)
+    assert.match(created.stderr, new RegExp(`^petstore: store: SQLite ${path}\\ncreated key 1 \\(x\\)`))
+    assert.ok(existsSync(path))
+  })
+
+  it('names a PostgreSQL store by host, port, database and user, never the password', async (t) => {
+    const url = new URL(await createTestDatabase(t))
+    url.password = 'n0t-a-real-secret'
+    const env = { DATABASE_URL: url.href }
+    // The test cluster trusts local TCP: the password is ignored, so it must just never be echoed.
+    const database = url.pathname.slice(1)
+    for (const args of [['migrate'], ['keys', 'create', '--name', 'pg'], ['keys', 'list'], ['keys', 'revoke', '1']]) {
+      const r = await runCli(args, env)
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`)
+      assert.ok(r.stderr.startsWith(`petstore: store: PostgreSQL database "${database}" on ${url.hostname}:${url.port} as ${url.username}\n`), r.stderr)
+      assert.equal((r.stdout + r.stderr).includes('n0t-a-real-secret'), false)
+    }
+  })
+
+  it('exit codes: a blank --name is a usage error (2), revoking a revoked key is nothing to do (3)', async (t) => {
+    const path = join(tempDir(t), 'petstore.db')
+    const env = { DATABASE_URL: `sqlite:${path}` }
+    for (const name of ['   ', '', '\t']) {
+      const r = await runCli(['keys', 'create', '--name', name, '--create'], env)
+      assert.equal(r.code, 2, `${JSON.stringify(name)}: ${r.stderr}`)
+      assert.match(r.stderr, /NAME must be 1 to 100 characters[\s\S]*Usage: petstore keys create/)
+      assert.equal(r.stdout, '')
+    }
+    assert.equal(existsSync(path), false, 'a usage error touched no store')
+
+    assert.equal((await runCli(['keys', 'create', '--name', 'k', '--create'], env)).code, 0)
+    const first = await runCli(['keys', 'revoke', '1'], env)
+    assert.equal(first.code, 0, first.stderr)
+    const revokedAt = (new Database(path, { readonly: true }).prepare('SELECT revoked_at FROM api_keys WHERE id = 1').get() as { revoked_at: string }).revoked_at
+    const again = await runCli(['keys', 'revoke', '1'], env)
+    assert.equal(again.code, 3, again.stderr)
+    assert.match(again.stderr, new RegExp(`key 1 \\(k\\) was already revoked at ${revokedAt.replace(/\./g, '\\.')}; nothing to do`))
+    assert.equal(again.stdout, '')
+    const unknown = await runCli(['keys', 'revoke', '9'], env)
+    assert.equal(unknown.code, 1, unknown.stderr)
+  })
+
+  it('lists keys as an aligned table on a terminal, plain under NO_COLOR, tab-separated when piped', async (t) => {
+    const dir = tempDir(t)
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` }
+    assert.equal((await runCli(['keys', 'create', '--name', 'a', '--create'], env)).code, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'a much longer name'], env)).code, 0)
+
+    const errFile = join(dir, 'stderr')
+    const tty = await runInTerminal([join(ROOT, 'dist', 'cli', 'index.js'), 'keys', 'list'], { ...env, NO_COLOR: '1' }, { stderrFile: errFile })
+    assert.equal(tty.code, 0, tty.output)
+    const lines = tty.output.split('\r\n').filter(l => l !== '')
+    // A box table: every line the same width, the header row first, a row per key.
+    assert.equal(new Set(lines.map(l => l.length)).size, 1, tty.output)
+    assert.match(lines[1]!, /^│ id │ name +│ created +│ last used │ revoked │$/)
+    assert.match(lines[3]!, /^│ 1 +│ a +│ \d{4}-\d\d-\d\dT[\d:.]+Z │ - +│ - +│$/)
+    assert.match(lines[4]!, /^│ 2 +│ a much longer name │ /)
+    assert.equal(tty.output.includes('\u001b['), false, 'no colour under NO_COLOR')
+    assert.equal(readFileSync(errFile, 'utf8'), `petstore: store: SQLite ${join(dir, 'petstore.db')}\n`)
+
+    const coloured = await runInTerminal([join(ROOT, 'dist', 'cli', 'index.js'), 'keys', 'list'], env, { stderrFile: errFile })
+    assert.match(coloured.output, /\u001b\[1m id \u001b\[22m/)
+
+    const piped = await runCli(['keys', 'list'], env)
+    assert.deepEqual(piped.stdout.trimEnd().split('\n').map(l => l.split('\t').slice(0, 2)), [['1', 'a'], ['2', 'a much longer name']])
+  })
+})
