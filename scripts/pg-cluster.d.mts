@@ -13,4 +13,5 @@ export interface Cluster {
   destroy: () => Promise<void>
 }
 export function findPgBin (): string
-export function startCluster (opts?: { maxConnections?: number }): Promise<Cluster>
+/** `password`: the postgres user gets it, and TCP logins must give it (scram-sha-256); url carries it. */
+export function startCluster (opts?: { maxConnections?: number, password?: string }): Promise<Cluster>

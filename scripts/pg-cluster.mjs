@@ -4,7 +4,7 @@
 // initdb refuses to run as root, so as root the server runs as the `postgres` OS user (created by
 // Debian's postgresql package) through runuser.
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -56,19 +56,26 @@ function run (bin, args) {
 
 /**
  * Creates and starts a cluster. Returns { url, port, dir, stop(), start() }: url is the admin
- * connection (user postgres, database postgres); stop() is a fast shutdown (clients are
+ * connection (user postgres, database postgres; with `password`, TCP logins need it: scram-sha-256); stop() is a fast shutdown (clients are
  * disconnected), start() brings it back on the same port; signal(sig) reaches every server process
  * (SIGSTOP freezes it); destroy() stops it and deletes its files.
  */
-export async function startCluster ({ maxConnections = 300 } = {}) {
+export async function startCluster ({ maxConnections = 300, password } = {}) {
   const bin = findPgBin()
   const base = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
   const dir = join(base, 'data')
   const owner = osUser()
   if (owner !== undefined) chownSync(base, owner.uid, owner.gid)
-  run(join(bin, 'initdb'), ['-D', dir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions'])
+  const auth = ['--auth=trust']
+  if (password !== undefined) {
+    const pwfile = join(base, 'pwfile')
+    writeFileSync(pwfile, `${password}\n`, { mode: 0o600 })
+    if (owner !== undefined) chownSync(pwfile, owner.uid, owner.gid)
+    auth.push('--auth-host=scram-sha-256', `--pwfile=${pwfile}`)
+  }
+  run(join(bin, 'initdb'), ['-D', dir, '-U', 'postgres', ...auth, '--encoding=UTF8', '--locale=C', '--no-instructions'])
   const port = await freePort()
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  const url = `postgres://postgres${password === undefined ? '' : `:${encodeURIComponent(password)}`}@127.0.0.1:${port}/postgres`
   let child
 
   async function start () {

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net'
-import { resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
@@ -42,7 +42,9 @@ const EnvSchema = Type.Object({
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
   READ_CACHE_MAX_MB: Type.Integer({ minimum: 0, maximum: 65536, default: 64, description: 'Memory for the read cache of getPet and full listPets pages (serialized bodies, ETags), in MiB; least recently used entries go first. 0 turns it off.' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' }),
-  NO_COLOR: Type.Optional(Type.String({ description: 'Any non-empty value turns colours off (no-color.org): CLI tables stay plain.' })),
+  LOG_FORMAT: Type.Unsafe<string>({ type: 'string', enum: ['auto', 'json', 'pretty'], default: 'auto', description: 'auto: pretty, coloured lines when stdout is a terminal, JSON lines otherwise; json or pretty: always that.' }),
+  NO_COLOR: Type.Optional(Type.String({ description: 'Any non-empty value turns colours off (no-color.org): pretty logs and CLI tables stay plain.' })),
+  FIRST_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'Where the first-start API key is written (mode 0600) when stderr is not a terminal. Default: first-api-key.txt beside the SQLite database, or data/first-api-key.txt in the project directory for PostgreSQL.' })),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: a server of the OpenAPI document, after this server (relative /v1). Default: not listed.' })),
   STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: a server of the OpenAPI document, after production. Default: not listed.' }))
 })
@@ -59,6 +61,9 @@ export interface Config {
   /** DATABASE_URL was unset: the database is the project's own data/petstore.db. */
   databaseIsDefault: boolean
   logLevel: string
+  logFormat: 'auto' | 'json' | 'pretty'
+  /** Absolute path of the first-start key file (used when stderr is not a terminal). */
+  firstKeyFile: string
   /** Colours welcome: NO_COLOR unset or empty. */
   color: boolean
   bodyLimit: number
@@ -200,6 +205,12 @@ function schemaErrorMessage (err: unknown, env: NodeJS.ProcessEnv): string {
   }).join(', ')
 }
 
+function firstKeyFile (value: string | undefined, db: DatabaseLocation, cwd: string): string {
+  if (value !== undefined) return resolve(cwd, value)
+  if (db.kind === 'sqlite' && db.path !== ':memory:') return join(dirname(db.path), 'first-api-key.txt')
+  return join(PROJECT_ROOT, 'data', 'first-api-key.txt')
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
   let e: Env
@@ -209,15 +220,18 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     throw new ConfigError(schemaErrorMessage(err, env))
   }
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) throw new ConfigError(`HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS})`)
+  // Unset, the default names the project's own database, wherever the command runs from (an
+  // `npx petstore` from a subdirectory must not find another file); a relative path someone
+  // wrote is relative to the working directory, as for any command.
+  const database = parseDatabaseUrl(e.DATABASE_URL, env.DATABASE_URL === undefined ? PROJECT_ROOT : cwd)
   return Object.freeze({
     host: e.HOST,
     port: e.PORT,
-    // Unset, the default names the project's own database, wherever the command runs from (an
-    // `npx petstore` from a subdirectory must not find another file); a relative path someone
-    // wrote is relative to the working directory, as for any command.
-    database: parseDatabaseUrl(e.DATABASE_URL, env.DATABASE_URL === undefined ? PROJECT_ROOT : cwd),
+    database,
     databaseIsDefault: env.DATABASE_URL === undefined,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT as Config['logFormat'],
+    firstKeyFile: firstKeyFile(e.FIRST_KEY_FILE, database, cwd),
     color: e.NO_COLOR === undefined || e.NO_COLOR === '',
     bodyLimit: e.BODY_LIMIT,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,

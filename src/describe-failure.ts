@@ -9,6 +9,9 @@ import { postgresTarget } from './store/location.js'
  * URL without it, and the URL's password is masked in anything quoted.
  */
 
+/** An error whose message is already one line for people, naming the setting to look at. */
+export class DescribedError extends Error {}
+
 interface ErrorLike { message: string, code?: unknown, syscall?: unknown, path?: unknown, severity?: unknown, errors?: unknown, cause?: unknown }
 
 function isErrorLike (v: unknown): v is ErrorLike {
@@ -88,27 +91,27 @@ function sqlite (errors: ErrorLike[], path: string): string | undefined {
   return undefined
 }
 
-function listen (e: ErrorLike, config: Pick<Config, 'host' | 'port'>): string | undefined {
-  const at = `${config.host}:${config.port}`
-  if (e.code === 'EADDRINUSE') return `cannot listen on ${at}: the port is already in use (EADDRINUSE); set PORT to a free port, or stop the process using it`
-  if (e.code === 'EADDRNOTAVAIL') return `cannot listen on ${at}: no such address on this machine (EADDRNOTAVAIL); check HOST`
-  if (e.code === 'EACCES' && e.syscall === 'listen') return `cannot listen on ${at}: not permitted (EACCES; ports below 1024 need privileges); check PORT`
-  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `cannot listen on ${at}: HOST does not resolve (${e.code}); check HOST`
-  return undefined
+/** Why a listener could not listen on host:port, naming the two settings that chose them. */
+export function describeListenFailure (err: unknown, host: string, port: number, vars: { host: string, port: string } = { host: 'HOST', port: 'PORT' }): string {
+  const e = isErrorLike(err) ? err : { message: String(err) }
+  const at = `${host}:${port}`
+  if (e.code === 'EADDRINUSE') return `cannot listen on ${at}: the port is already in use (EADDRINUSE); set ${vars.port} to a free port, or stop the process using it`
+  if (e.code === 'EADDRNOTAVAIL') return `cannot listen on ${at}: no such address on this machine (EADDRNOTAVAIL); check ${vars.host}`
+  if (e.code === 'EACCES') return `cannot listen on ${at}: not permitted (EACCES; ports below 1024 need privileges); check ${vars.port}`
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `cannot listen on ${at}: ${vars.host} does not resolve (${e.code}); check ${vars.host}`
+  return `cannot listen on ${at}: ${oneLine(e.message)}; check ${vars.host} and ${vars.port}`
 }
 
 /** One line (no stack) saying what failed and which setting to look at. */
-export function describeFailure (err: unknown, config?: Pick<Config, 'host' | 'port' | 'database'>): string {
+export function describeFailure (err: unknown, config?: Pick<Config, 'database'>): string {
   if (err instanceof ConfigError) return `invalid configuration: ${oneLine(err.message)}`
+  if (err instanceof DescribedError) return oneLine(err.message)
   const errors = chain(err)
   const outer = errors[0]
   if (outer === undefined) return oneLine(String(err))
   let line: string | undefined
   if (config !== undefined) {
-    line = (outer.syscall === 'listen' || outer.syscall === 'getaddrinfo') ? listen(outer, config) : undefined
-    if (line === undefined) {
-      line = config.database.kind === 'postgres' ? postgres(errors, config.database.url) : sqlite(errors, config.database.path)
-    }
+    line = config.database.kind === 'postgres' ? postgres(errors, config.database.url) : sqlite(errors, config.database.path)
   }
   line ??= errors.map(e => oneLine(e.message)).filter((m, i, all) => m !== '' && all.indexOf(m) === i).join(': ')
   return config?.database.kind === 'postgres' ? maskPassword(line, config.database.url) : line

@@ -5,49 +5,44 @@ import { pathToFileURL } from 'node:url'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { loadConfig, type Config } from './config.js'
+import { describeFailure, describeListenFailure } from './describe-failure.js'
+import { handOutFirstKey } from './first-key.js'
+import { loggerOptions } from './logging.js'
 import { buildMetricsApp, Metrics } from './plugins/metrics.js'
-import { createApiKey } from './services/api-keys.js'
-import { openStore } from './store/index.js'
+import { openStore, type Store } from './store/index.js'
+import { describeLocation } from './store/location.js'
 
 /**
  * The process entry: config → store → app → listen (API, and /metrics on its own port), with
  * graceful shutdown on SIGTERM/SIGINT: stop accepting, close idle keep-alive sockets at once, let
  * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
+ * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
+ * where the first key goes. Any start-up failure is one line on stderr and exit 1.
  */
 export async function startServer (env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  let config
+  let config: Readonly<Config>
   try {
     config = loadConfig(env)
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`petstore: invalid configuration: ${err.message}\n`)
-      process.exit(1)
-    }
-    throw err
+    return cannotStart(err)
   }
 
-  const store = await openStore(config)
-
-  if (await store.countApiKeys() === 0) {
-    // First start: hand the newcomer a key at once. Printed once, to the terminal, never logged.
-    const { key } = await createApiKey(store, 'first key')
-    process.stdout.write(
-      '\nNo API keys existed, so one was created. It is shown only this once:\n\n' +
-      `    ${key}\n\n` +
-      `Try: curl -H 'Authorization: Bearer ${key}' http://${config.host}:${config.port}/v1/pets\n` +
-      'Make more with: npx petstore keys create --name NAME\n\n'
-    )
+  let store: Store
+  try {
+    store = await openStore(config)
+  } catch (err) {
+    return cannotStart(err, config)
   }
 
   const metrics = new Metrics(store, { processMetrics: true })
   let app: FastifyInstance
   try {
-    app = await buildApp({ config, store, metrics, logger: { level: config.logLevel } })
+    app = await buildApp({ config, store, metrics, logger: loggerOptions(config) })
+    app.log.info(`store: ${describeLocation(config.database)}`)
   } catch (err) {
-    process.stderr.write(`petstore: cannot start: ${(err as Error).message}\n`)
-    await store.close()
-    process.exit(1)
+    await store.close().catch(() => {})
+    return cannotStart(err, config)
   }
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
 
@@ -60,19 +55,41 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     app.log.info('shut down cleanly')
   })
 
+  let url: string
   try {
-    await app.listen({ host: config.host, port: config.port })
-    if (metricsApp !== undefined && config.metrics !== undefined) {
-      const at = await metricsApp.listen({ host: config.metrics.host, port: config.metrics.port })
-      app.log.info({ url: `${at}/metrics` }, 'metrics listening')
-    }
+    url = await app.listen({ host: config.host, port: config.port })
   } catch (err) {
-    app.log.fatal({ err }, 'could not listen')
-    process.stderr.write(`petstore: cannot listen on ${config.host}:${config.port} (check HOST and PORT): ${(err as Error).message}\n`)
-    await metricsApp?.close()
-    await app.close()
-    process.exit(1)
+    await app.close().catch(() => {})
+    return cannotStart(describeListenFailure(err, config.host, config.port))
   }
+  try {
+    // After listening, so the curl example names the real port.
+    if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile }, app.log)
+  } catch (err) {
+    await app.close().catch(() => {})
+    return cannotStart(err, config)
+  }
+  if (metricsApp !== undefined && config.metrics !== undefined) {
+    const { host, port } = config.metrics
+    try {
+      const at = await metricsApp.listen({ host, port })
+      app.log.info({ url: `${at}/metrics` }, 'metrics listening')
+    } catch (err) {
+      await metricsApp.close().catch(() => {})
+      await app.close().catch(() => {})
+      return cannotStart(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' }))
+    }
+  }
+}
+
+/**
+ * A start-up failure: one line on stderr (the cause and the setting to look at; never a stack or
+ * a password), exit 1. Nothing else is written for it: the line is the whole story.
+ */
+function cannotStart (err: unknown, config?: Readonly<Config>): never {
+  const line = typeof err === 'string' ? err : describeFailure(err, config)
+  process.stderr.write(`petstore: cannot start: ${line}\n`)
+  process.exit(1)
 }
 
 function isEntry (): boolean {

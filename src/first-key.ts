@@ -1,0 +1,51 @@
+import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs'
+import { dirname } from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Config } from './config.js'
+import { DescribedError } from './describe-failure.js'
+import { createApiKey } from './services/api-keys.js'
+import type { Store } from './store/store.js'
+
+/**
+ * First start on a store without keys: hand the newcomer one at once, never through the log
+ * stream (which under journald or Kubernetes lands in log aggregation). On a terminal it is shown
+ * on stderr; without one it goes to FIRST_KEY_FILE, readable by this user only (0600), and the log
+ * says where. The file is opened before the key is made, so a failure leaves no unseen key behind.
+ */
+export async function handOutFirstKey (store: Store, config: Pick<Config, 'firstKeyFile'> & { url: string }, log: FastifyBaseLogger, toTerminal = process.stderr.isTTY === true): Promise<void> {
+  if (toTerminal) {
+    const { key } = await createApiKey(store, 'first key')
+    process.stderr.write(
+      '\nNo API keys existed, so one was created. It is shown only this once:\n\n' +
+      `    ${key}\n\n` +
+      `Try: curl -H 'Authorization: Bearer ${key}' ${config.url}/v1/pets\n` +
+      'Make more with: npx petstore keys create --name NAME\n\n'
+    )
+    return
+  }
+  const path = config.firstKeyFile
+  let fd: number
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+    fd = openSync(path, 'w', 0o600)
+    fchmodSync(fd, 0o600) // a file left by an earlier first start keeps its old mode otherwise
+  } catch (err) {
+    throw new FirstKeyFileError(path, err)
+  }
+  try {
+    const { key } = await createApiKey(store, 'first key')
+    writeSync(fd, `${key}\n`)
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  log.info({ file: path }, `No API keys existed, so one was created. It is in ${path} (mode 0600): copy it, then delete the file. Make more with: npx petstore keys create --name NAME`)
+}
+
+/** The first key's file cannot be written: start-up stops before any key is made. */
+export class FirstKeyFileError extends DescribedError {
+  constructor (readonly path: string, cause: unknown) {
+    super(`cannot write the first API key to ${path} (${(cause as { code?: string }).code ?? (cause as Error).message}); set FIRST_KEY_FILE to a writable path, or make a key first with petstore keys create --name NAME --create`, { cause })
+    this.name = 'FirstKeyFileError'
+  }
+}
