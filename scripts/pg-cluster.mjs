@@ -56,9 +56,11 @@ function run (bin, args) {
 
 /**
  * Creates and starts a cluster. Returns { url, port, dir, stop(), start() }: url is the admin
- * connection (user postgres, database postgres; with `password`, TCP logins need it: scram-sha-256); stop() is a fast shutdown (clients are
+ * connection (user postgres, database postgres); stop() is a fast shutdown (clients are
  * disconnected), start() brings it back on the same port; signal(sig) reaches every server process
- * (SIGSTOP freezes it); destroy() stops it and deletes its files.
+ * (SIGSTOP freezes it); destroy() stops it and deletes its files. With `password`, the postgres
+ * user gets it and TCP logins must give it (scram-sha-256); url then carries it.
+ * @param {{ maxConnections?: number, password?: string }} [opts]
  */
 export async function startCluster ({ maxConnections = 300, password } = {}) {
   const bin = findPgBin()

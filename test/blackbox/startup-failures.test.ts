@@ -1,6 +1,8 @@
+// requires: postgresql
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { once } from 'node:events'
 import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -25,15 +27,17 @@ const isRoot = process.getuid?.() === 0
  * directory is made immutable (chattr +i: even root gets EPERM); otherwise it is made read-only.
  */
 function unwritableDir (t: TestContext): string {
-  const dir = join(tempDir(t), 'locked')
+  const base = mkdtempSync(join(tmpdir(), 'petstore-test-'))
+  const dir = join(base, 'locked')
   mkdirSync(dir)
-  if (isRoot) {
-    execFileSync('chattr', ['+i', dir])
-    t.after(() => { spawnSync('chattr', ['-i', dir]) })
-  } else {
-    chmodSync(dir, 0o555)
-    t.after(() => chmodSync(dir, 0o755))
-  }
+  // One teardown, in order: lift the lock, then remove.
+  t.after(() => {
+    if (isRoot) spawnSync('chattr', ['-i', dir])
+    else chmodSync(dir, 0o755)
+    rmSync(base, { recursive: true, force: true })
+  })
+  if (isRoot) execFileSync('chattr', ['+i', dir])
+  else chmodSync(dir, 0o555)
   return dir
 }
 

@@ -1,5 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TestContext } from 'node:test'
 import { recordSignal, watchExit } from './exit-watch.js'
@@ -68,7 +70,15 @@ function spawnWithOutput (args: string[], env: Record<string, string>) {
 export async function startServer (t: TestContext, env: Record<string, string>, entry: string[] = [SERVER]): Promise<RunningServer> {
   // Overload shedding is off unless a test asks for it, as in buildTestApp: a loaded test machine must
   // not turn the requests of tests about something else into 503s.
-  const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', ...env })
+  // Without a terminal the first key goes to a file: for PostgreSQL its default is in the project
+  // directory, so a test's server writes it to a directory of the test's own instead.
+  const keyFile: Record<string, string> = {}
+  if (env.DATABASE_URL?.startsWith('postgres') === true) {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-key-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    keyFile.FIRST_KEY_FILE = join(dir, 'first-api-key.txt')
+  }
+  const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', ...keyFile, ...env })
   t.after(async () => {
     if (p.child.exitCode === null && p.child.signalCode === null) {
       p.child.kill('SIGKILL')
