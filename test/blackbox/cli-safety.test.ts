@@ -65,7 +65,7 @@ describe('the petstore CLI cannot surprise (black box)', () => {
     const env = { DATABASE_URL: 'sqlite:data/other.db' }
     const path = join(dir, 'data', 'other.db')
     for (const args of [['keys', 'list'], ['keys', 'revoke', '1'], ['keys', 'create', '--name', 'x']]) {
-      const r = await runCli(args, env, { cwd: dir })
+      const r = await runCli(args, env, undefined, { cwd: dir })
       assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`)
       assert.match(r.stderr, new RegExp(`no database at ${path} \\(from DATABASE_URL; a relative path is relative to the working directory ${dir}\\)`))
       assert.equal(existsSync(path), false, args.join(' '))
