@@ -12,7 +12,7 @@ for (const store of STORES) {
     it('takes a verified backup while writers create pets: it holds every pet acknowledged before it started', async (t) => {
       const dir = tempDir(t)
       const env = { DATABASE_URL: await testDatabaseUrl(t, store, dir), RATE_LIMIT_MAX: '0' }
-      const key = (await runCli(['keys', 'create', '--name', 'writer'], env)).stdout.trim()
+      const key = (await runCli(['keys', 'create', '--name', 'writer', '--create'], env)).stdout.trim()
       const server = await startServer(t, env)
 
       // Writers create pets until told to stop; every 201 is recorded with its id.
