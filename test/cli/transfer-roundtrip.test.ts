@@ -18,7 +18,7 @@ const STATUSES = ['available', 'pending', 'sold']
 const EDGE_IDS = [2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 62n, 2n ** 63n - 2n]
 
 async function createKey (env: Record<string, string>, name: string): Promise<string> {
-  const r = await runCli(['keys', 'create', '--name', name], env)
+  const r = await runCli(['keys', 'create', '--name', name, '--create'], env)
   assert.equal(r.code, 0, r.stderr)
   return r.stdout.trim()
 }
