@@ -65,20 +65,20 @@ describe('start-up failures: one line with the cause and the setting, exit 1 (bl
 
     for (const run of [() => runServerToExit({ DATABASE_URL: wrong.href, PORT: '0' }), () => runCli(['serve'], { DATABASE_URL: wrong.href, PORT: '0' })]) {
       const r = await run()
-      const line = assertOneLine(r, new RegExp(`^petstore: cannot start: PostgreSQL at ${where} refused to log in user "postgres": password authentication failed for user "postgres" \\(SQLSTATE 28P01\\); check the user and password in DATABASE_URL\\n$`))
+      const line = assertOneLine(r, new RegExp(`^petstore: cannot start: PostgreSQL at ${where} \\(database "postgres", user "postgres"\\): FATAL 28P01 password authentication failed for user "postgres"; check the user and password in DATABASE_URL`))
       assert.equal((r.stdout + line).includes('wrong-staple-42'), false, 'the password was printed')
     }
 
     await cluster.stop()
     const down = await runServerToExit({ DATABASE_URL: wrong.href, PORT: '0', PG_CONNECT_TIMEOUT_MS: '5000' })
-    const line = assertOneLine(down, new RegExp(`^petstore: cannot start: cannot reach PostgreSQL at ${where} \\(ECONNREFUSED: connection refused\\); check that PostgreSQL is running there and the host and port in DATABASE_URL\\n$`))
+    const line = assertOneLine(down, new RegExp(`^petstore: cannot start: PostgreSQL at ${where} \\(database "postgres", user "postgres"\\): connection refused \\(ECONNREFUSED\\); check the host and port in DATABASE_URL, and that PostgreSQL \\(or the pooler\\) is running there\\n$`))
     assert.equal(line.includes('wrong-staple-42'), false)
   })
 
   it('PostgreSQL at an address where nothing listens', async () => {
     const port = await freePort()
     const r = await runServerToExit({ DATABASE_URL: `postgres://app:s3cr3t@127.0.0.1:${port}/petstore`, PORT: '0' })
-    assertOneLine(r, new RegExp(`cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED: connection refused\\); .*DATABASE_URL`))
+    assertOneLine(r, new RegExp(`PostgreSQL at 127\\.0\\.0\\.1:${port} \\(database "petstore", user "app"\\): connection refused \\(ECONNREFUSED\\); check the host and port in DATABASE_URL`))
     assert.equal(r.stderr.includes('s3cr3t'), false)
   })
 
