@@ -94,6 +94,18 @@ describe('start-up failures: one line with the cause and the setting, exit 1 (bl
     assert.equal(existsSync(join(dir, 'data')), false)
   })
 
+  it('a first-key file it may not write: names FIRST_KEY_FILE, and no key is made', async (t) => {
+    const dir = unwritableDir(t)
+    const code = isRoot ? 'EPERM' : 'EACCES'
+    const path = join(tempDir(t), 'petstore.db')
+    const keyFile = join(dir, 'first-api-key.txt')
+    const r = await runServerToExit({ DATABASE_URL: `sqlite:${path}`, PORT: '0', FIRST_KEY_FILE: keyFile })
+    assertOneLine(r, new RegExp(`^petstore: cannot start: cannot write the first API key to ${keyFile} \\(${code}\\); set FIRST_KEY_FILE to a writable path, or make a key first with petstore keys create --name NAME --create\\n$`))
+    assert.doesNotMatch(r.stdout + r.stderr, /psk_/)
+    const listed = await runCli(['keys', 'list', '--json'], { DATABASE_URL: `sqlite:${path}` })
+    assert.deepEqual([listed.code, JSON.parse(listed.stdout)], [0, []], 'a key nobody saw was made')
+  })
+
   it('a port in use: names HOST:PORT and PORT', async (t) => {
     const taken = createServer().listen(0, '127.0.0.1')
     await once(taken, 'listening')
