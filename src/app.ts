@@ -17,6 +17,7 @@ import shutdown from './plugins/shutdown.js'
 import healthRoutes from './routes/health.js'
 import v1Routes from './routes/v1.js'
 import { registerSchemas } from './schemas/index.js'
+import { lazyCompilers } from './schemas/lazy-compilers.js'
 import type { Store } from './store/store.js'
 
 export interface AppOptions {
@@ -97,6 +98,8 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
     // URL at 16 KiB); a long petId then meets its validator: 400 with getPet's headers, not a bare 414.
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16384 },
     // A URL the router cannot decode goes through the same plugins as any other (see plugins/errors.ts).
-    frameworkErrors: routeBadUrls
+    frameworkErrors: routeBadUrls,
+    // Fastify's own compilers, loaded and run on first use rather than at start.
+    schemaController: { compilersFactory: lazyCompilers }
   }
 }

@@ -1,5 +1,5 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import { INT64_MAX, INT64_MIN } from './common.js'
+import { INT64_MAX, INT64_MIN } from './int64.js'
 
 type Json = Record<string, unknown>
 

@@ -1,9 +1,6 @@
 import { Type, type TObject, type TProperties, type TSchema } from 'typebox'
 import { ERROR_CODES } from '../errors.js'
 
-export const INT64_MIN = -(2n ** 63n)
-export const INT64_MAX = 2n ** 63n - 1n
-
 /**
  * An int64 carried as a BigInt inside the service. JSON Schema says integer/int64 (so the OpenAPI
  * document and fast-json-stringify write the exact digits); the TypeScript type is bigint. The

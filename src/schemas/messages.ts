@@ -1,6 +1,6 @@
 import type { ErrorObject } from 'ajv'
 import { ApiError } from '../errors.js'
-import { INT64_MAX, INT64_MIN } from './common.js'
+import { INT64_MAX, INT64_MIN } from './int64.js'
 
 /** The request parts Fastify validates, by the name it gives them. */
 export type RequestPart = 'body' | 'querystring' | 'params' | 'headers'

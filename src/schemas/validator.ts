@@ -1,3 +1,4 @@
+import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js'
 import type { FastifySchemaCompiler } from 'fastify'
 import type { TSchema } from 'typebox'
 import { createRequestAjv, withInt64 } from './ajv.js'
@@ -39,14 +40,23 @@ function integerReader (schema: Json): (data: unknown) => unknown {
  * naming the field or parameter and the rule (schemas/messages.ts).
  */
 export function createValidatorCompiler (shared: readonly TSchema[], phrases: RulePhrases): FastifySchemaCompiler<TSchema> {
-  const ajv = createRequestAjv()
-  for (const schema of shared) ajv.addSchema(withInt64(schema))
+  // Built with the first validator, and each validator compiled on its first request rather than for
+  // every route at start (compiling is synchronous, so concurrent first requests cannot race).
+  let ajv: Ajv2020 | undefined
+  const requestAjv = (): Ajv2020 => {
+    if (ajv === undefined) {
+      ajv = createRequestAjv()
+      for (const schema of shared) ajv.addSchema(withInt64(schema))
+    }
+    return ajv
+  }
   return ({ schema, httpPart }) => {
     const part = (httpPart ?? 'body') as RequestPart
     const prepared = withInt64(schema as Json)
-    const validate = ajv.compile(prepared)
     const read = part === 'querystring' || part === 'params' ? integerReader(prepared) : (data: unknown) => data
+    let validate: ValidateFunction | undefined
     return (data: unknown) => {
+      validate ??= requestAjv().compile(prepared)
       const value = read(data)
       if (validate(value)) return { value }
       return { error: requestError(validate.errors![0]!, part, phrases) }

@@ -1,6 +1,4 @@
 import type { Config } from '../config.js'
-import { PostgresStore } from './postgres/index.js'
-import { SqliteStore } from './sqlite/index.js'
 import type { Store } from './store.js'
 
 export type { Store } from './store.js'
@@ -11,16 +9,27 @@ function pgOptions (url: string, config: StoreConfig) {
   return { url, poolMax: config.pgPoolMax, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs, preparedStatements: config.pgPreparedStatements }
 }
 
+// Each store's module is loaded only when DATABASE_URL names it: a SQLite start does not load `pg`,
+// a PostgreSQL start does not load better-sqlite3.
+
 /** Opens the store DATABASE_URL names, applying pending migrations first. */
 export async function openStore (config: StoreConfig): Promise<Store> {
   const db = config.database
-  if (db.kind === 'sqlite') return await SqliteStore.open({ path: db.path, synchronous: config.sqliteSynchronous })
+  if (db.kind === 'sqlite') {
+    const { SqliteStore } = await import('./sqlite/index.js')
+    return await SqliteStore.open({ path: db.path, synchronous: config.sqliteSynchronous })
+  }
+  const { PostgresStore } = await import('./postgres/index.js')
   return await PostgresStore.open(pgOptions(db.url, config))
 }
 
 /** Applies pending migrations without starting anything; returns the versions applied. */
 export async function migrateStore (config: StoreConfig): Promise<number[]> {
   const db = config.database
-  if (db.kind === 'sqlite') return SqliteStore.migrate({ path: db.path, synchronous: config.sqliteSynchronous })
+  if (db.kind === 'sqlite') {
+    const { SqliteStore } = await import('./sqlite/index.js')
+    return SqliteStore.migrate({ path: db.path, synchronous: config.sqliteSynchronous })
+  }
+  const { PostgresStore } = await import('./postgres/index.js')
   return await PostgresStore.migrate(pgOptions(db.url, config))
 }

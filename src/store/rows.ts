@@ -5,7 +5,7 @@
  * as bytea (a Buffer, because text cannot hold U+0000) and timestamptz as Date. Both give int64 as
  * bigint.
  */
-import { INT64_MIN } from '../schemas/common.js'
+import { INT64_MIN } from '../schemas/int64.js'
 import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
 import type { ApiKeyRecord, ListPetsParams } from './store.js'
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { parse as parseLossless } from 'lossless-json'
-import { INT64_MAX, INT64_MIN } from '../../src/schemas/common.js'
+import { INT64_MAX, INT64_MIN } from '../../src/schemas/int64.js'
 import { PET_STATUSES } from '../../src/schemas/pets.js'
 
 /** fast-check settings for the suite: a fixed seed can be given (FC_SEED) to replay a failure. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import type { InjectOptions } from 'fastify'
-import { INT64_MAX, INT64_MIN } from '../../src/schemas/common.js'
+import { INT64_MAX, INT64_MIN } from '../../src/schemas/int64.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { errorCode, fcParams, int64, status, validName } from '../helpers/property.js'
 

@@ -1,5 +1,5 @@
 import { parse } from 'lossless-json'
-import { INT64_MAX, INT64_MIN } from '../../schemas/common.js'
+import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js'
 import { NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../../schemas/pets.js'
 import {
   COUNT_NAMES, type Counts, type DataRecord, FORMAT, FORMAT_VERSION, type Header, PetDigest, TransferLineError

@@ -20,12 +20,14 @@ function guard<T> (fn: () => T): T {
   }
 }
 
-/** Sends write batches to the writer thread and matches the answers. */
+/**
+ * Sends write batches to the writer thread and matches the answers. Requests sent while the thread
+ * is still starting wait in its message port; if it cannot start, they fail as unavailable (503).
+ */
 class WorkerWriter {
   private readonly worker: Worker
   private nextId = 1
   private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
-  private readonly ready: Promise<void>
   private dead: Error | undefined
 
   constructor (path: string, synchronous: SynchronousLevel) {
@@ -34,22 +36,10 @@ class WorkerWriter {
     this.worker = entry.pathname.endsWith('.ts')
       ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData: { path, synchronous } })
       : new Worker(entry, { workerData: { path, synchronous } })
-    this.ready = new Promise((resolve, reject) => {
-      const onMessage = (m: { ready?: boolean }) => {
-        if (m.ready === true) {
-          this.worker.off('error', reject)
-          this.worker.on('message', (res: WriterResponse) => this.settle(res))
-          resolve()
-        }
-      }
-      this.worker.once('message', onMessage)
-      this.worker.once('error', reject)
-    })
+    this.worker.on('message', (res: WriterResponse) => this.settle(res))
     this.worker.on('error', (err) => this.fail(err))
     this.worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
   }
-
-  async start (): Promise<void> { await this.ready }
 
   run<T> (req: WriterOp): Promise<T> {
     if (this.dead !== undefined) return Promise.reject(new StoreUnavailableError('the database writer stopped', { cause: this.dead }))
@@ -58,6 +48,11 @@ class WorkerWriter {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
       this.worker.postMessage({ ...req, id })
     })
+  }
+
+  /** Throws StoreUnavailableError once the thread has stopped (it takes no more writes). */
+  assertAlive (): void {
+    if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
   }
 
   private settle (res: WriterResponse): void {
@@ -93,21 +88,26 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
   private readonly creates: PetCreates
   private readonly stmts
+  private writer: WorkerWriter | undefined
   private constructor (
     private readonly db: Database.Database,
-    private readonly writer: WorkerWriter | undefined
+    private readonly writerOptions: SqliteStoreOptions | undefined
   ) {
-    const inline = writer === undefined ? prepareWrites(db) : undefined
+    const inline = writerOptions === undefined ? prepareWrites(db) : undefined
+    // The writer thread starts with the first write, not with the store: booting a thread and its
+    // modules is ~50 ms of CPU that the start (and a process that only reads) need not pay. The
+    // read connection has already applied the migrations and proved the file writable.
+    const writer = (): WorkerWriter => (this.writer ??= new WorkerWriter(writerOptions!.path, writerOptions!.synchronous))
     this.creates = new PetCreates(async (items) =>
-      writer !== undefined
-        ? await writer.run<CreateOutcome[]>({ op: 'createPets', items })
-        : guard(() => inline!.createPets(items)))
-    this.purge = writer !== undefined
-      ? async (beforeMs) => await writer.run<number>({ op: 'purgeIdempotencyKeys', beforeMs })
-      : async (beforeMs) => guard(() => inline!.purgeIdempotencyKeys(beforeMs))
-    this.touch = writer !== undefined
-      ? async (entries) => { await writer.run({ op: 'touchApiKeys', entries }) }
-      : async (entries) => { guard(() => inline!.touchApiKeys(entries)) }
+      inline === undefined
+        ? await writer().run<CreateOutcome[]>({ op: 'createPets', items })
+        : guard(() => inline.createPets(items)))
+    this.purge = inline === undefined
+      ? async (beforeMs) => await writer().run<number>({ op: 'purgeIdempotencyKeys', beforeMs })
+      : async (beforeMs) => guard(() => inline.purgeIdempotencyKeys(beforeMs))
+    this.touch = inline === undefined
+      ? async (entries) => { await writer().run({ op: 'touchApiKeys', entries }) }
+      : async (entries) => { guard(() => inline.touchApiKeys(entries)) }
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
       listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?'),
@@ -126,7 +126,7 @@ export class SqliteStore implements Store {
   private readonly touch: (entries: Array<[number, string]>) => Promise<void>
   private readonly purge: (beforeMs: number) => Promise<number>
 
-  /** Opens (creating if needed) and migrates the database, then starts the writer thread. */
+  /** Opens (creating if needed) and migrates the database; the writer thread starts with the first write. */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
     const db = openSqlite(opts.path, opts.synchronous)
     try {
@@ -136,16 +136,7 @@ export class SqliteStore implements Store {
       throw err
     }
     // :memory: is private to its connection, so it cannot have a writer thread.
-    const writer = opts.path === ':memory:' ? undefined : new WorkerWriter(opts.path, opts.synchronous)
-    if (writer !== undefined) {
-      try {
-        await writer.start()
-      } catch (err) {
-        db.close()
-        throw err
-      }
-    }
-    return new SqliteStore(db, writer)
+    return new SqliteStore(db, opts.path === ':memory:' ? undefined : opts)
   }
 
   /** Applies pending migrations and returns their versions (used by `petstore migrate`). */
@@ -219,6 +210,8 @@ export class SqliteStore implements Store {
 
   async ping (): Promise<void> {
     guard(() => this.stmts.ping.get())
+    // Ready means writes can be taken too: a writer thread that stopped takes none.
+    this.writer?.assertAlive()
   }
 
   async close (): Promise<void> {

@@ -37,4 +37,3 @@ port.on('message', (req: WriterRequest | { op: 'close' }) => {
     port.postMessage({ id: req.id, ok: false, unavailable: isUnavailableError(err), message: String(e.message), code: e.code } satisfies WriterResponse)
   }
 })
-port.postMessage({ ready: true })

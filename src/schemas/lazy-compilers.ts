@@ -1,0 +1,35 @@
+import { createRequire } from 'node:module'
+import type { FastifyServerOptions } from 'fastify'
+
+type Factories = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>
+type ValidatorFactory = NonNullable<Factories['buildValidator']>
+type SerializerFactory = NonNullable<Factories['buildSerializer']>
+type Serializer = ReturnType<ReturnType<SerializerFactory>>
+
+// Fastify's own compilers, resolved from Fastify's installation (they are its dependencies, not ours).
+const fastifyRequire = createRequire(createRequire(import.meta.url).resolve('fastify'))
+
+/**
+ * Fastify's default compilers, changed in when they do their work, not in what they produce:
+ * - the default request validator (@fastify/ajv-compiler, another Ajv) is loaded only if a route
+ *   outside /v1 ever declares a request schema; none does today (the /v1 routes use ours,
+ *   schemas/validator.ts), yet Fastify would load it at construction;
+ * - each response serializer (fast-json-stringify) is compiled on the first response it writes
+ *   instead of for every route and status at start: most never write an error body in a process's
+ *   life. Compiling is synchronous, so concurrent first requests cannot race; a schema it cannot
+ *   compile fails that response (500), and the suite writes every documented response.
+ * Together they took ~60 ms of a start under load (docs/performance.md, "Start-up").
+ */
+export const lazyCompilers: Factories = {
+  buildValidator: ((externalSchemas: unknown, options: unknown) => {
+    const build = (fastifyRequire('@fastify/ajv-compiler') as () => (externalSchemas: unknown, options: unknown) => unknown)()
+    return build(externalSchemas, options)
+  }) as ValidatorFactory,
+  buildSerializer: (externalSchemas, options) => {
+    const build = (fastifyRequire('@fastify/fast-json-stringify-compiler') as () => SerializerFactory)()(externalSchemas, options)
+    return (route) => {
+      let serialize: Serializer | undefined
+      return (data: unknown) => (serialize ??= build(route))(data)
+    }
+  }
+}
