@@ -612,6 +612,10 @@ const env = {
   pgDurationSeconds: PG_DURATION,
   totalSeconds: Math.round((Date.now() - t0) / 1000)
 }
+/** @param {{ service: { cpuMs: number }, bare: { cpuMs: number } } | undefined} c */
+const coldNote = (c) => c === undefined
+  ? []
+  : [`Scenario 7 rows: p50 = median and p99 = slowest of ${COLD_RUNS} spawn → first /healthz 200, in ms; ratio = service / bare medians; CPU ratio = CPU time to the first 200, service / bare (${c.service.cpuMs} / ${c.bare.cpuMs} ms).`, '']
 const pct = (x) => Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : '–'
 const md = [
   `Node ${env.node} · ${env.cpu} · ${env.cores} cores · ${env.pinning} · ${DURATION}s runs (PostgreSQL, scenario 8: ${PG_DURATION}s), ${CONNECTIONS} connections · ${env.date}`,
@@ -623,12 +627,7 @@ const md = [
   '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ...rows.map(r => `| ${r.scenario} | ${r.server} | ${r.mode} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.errors} | ${fmt(r.cpu * 100, 0)}% | ${fmt(r.cpuUsPerReq, 0)} | ${r.ratio === undefined ? '' : fmt(r.ratio, 2)} | ${r.cpuRatio === undefined ? '' : fmt(r.cpuRatio, 2)} |`),
   '',
-  ...(coldSummary === undefined
-    ? []
-    : [
-        `Scenario 7 rows: p50 = median and p99 = slowest of ${COLD_RUNS} spawn → first /healthz 200, in ms; ratio = service / bare medians; CPU ratio = CPU time to the first 200, service / bare (${coldSummary.service.cpuMs} / ${coldSummary.bare.cpuMs} ms).`,
-        ''
-      ]),
+  ...coldNote(coldSummary),
   ...(Object.keys(readCache).length === 0
     ? []
     : [
