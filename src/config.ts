@@ -23,7 +23,7 @@ const EnvSchema = Type.Object({
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: most connections this instance opens (its pool size).' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: longest a statement may run (server statement_timeout, and the client gives up shortly after) before the request answers 503.' }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60000, default: 2000, description: 'PostgreSQL: longest wait for a connection (a new one, or a free one from the pool) before the request answers 503.' }),
-  PG_PREPARED_STATEMENTS: Type.Unsafe<string>({ type: 'string', enum: ['on', 'off'], default: 'off', description: 'PostgreSQL: on names the hot queries as server-side prepared statements (direct connections, or a pooler that tracks them such as PgBouncer >= 1.21 with max_prepared_statements); off (the default) works through any transaction-mode pooler.' }),
+  PG_PREPARED_STATEMENTS: Type.Unsafe<string>({ type: 'string', enum: ['auto', 'on', 'off'], default: 'auto', description: 'PostgreSQL: auto (the default) names the primary-key reads as server-side prepared statements until the server shows a transaction-mode pooler is in between, then stops; on names every hot statement (direct connections, or a pooler that tracks them such as PgBouncer >= 1.21 with max_prepared_statements); off never names one.' }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<string>({ type: 'string', enum: ['FULL', 'EXTRA', 'NORMAL', 'OFF'], default: 'FULL', description: 'SQLite synchronous level. FULL keeps the durability promise through power loss; NORMAL/OFF exist for benchmarks only.' }),
   GETPET_DEPRECATED_AT: Type.String({ default: '2026-01-01T00:00:00Z', description: 'When getPet was deprecated (Deprecation header).' }),
   GETPET_SUNSET_AT: Type.String({ default: '2030-12-05T00:00:00Z', description: 'When getPet is removed (Sunset header; 410 from then on).' }),
@@ -71,7 +71,7 @@ export interface Config {
   pgPoolMax: number
   pgStatementTimeoutMs: number
   pgConnectTimeoutMs: number
-  pgPreparedStatements: boolean
+  pgPreparedStatements: 'auto' | 'on' | 'off'
   sqliteSynchronous: 'FULL' | 'EXTRA' | 'NORMAL' | 'OFF'
   getPetDeprecatedAt: Date
   getPetSunsetAt: Date
@@ -238,7 +238,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     pgPoolMax: e.PG_POOL_MAX,
     pgStatementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
     pgConnectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
-    pgPreparedStatements: e.PG_PREPARED_STATEMENTS === 'on',
+    pgPreparedStatements: e.PG_PREPARED_STATEMENTS as Config['pgPreparedStatements'],
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS as Config['sqliteSynchronous'],
     getPetDeprecatedAt: parseDate('GETPET_DEPRECATED_AT', e.GETPET_DEPRECATED_AT),
     getPetSunsetAt: parseDate('GETPET_SUNSET_AT', e.GETPET_SUNSET_AT),

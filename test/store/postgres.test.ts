@@ -47,7 +47,7 @@ async function adminQuery<R extends pg.QueryResultRow> (url: string, text: strin
 }
 
 function pgOptions (url: string, over: Partial<ConstructorParameters<typeof PgDatabase>[0]> = {}): ConstructorParameters<typeof PgDatabase>[0] {
-  return { url, poolMax: 2, statementTimeoutMs: 5000, connectTimeoutMs: 2000, preparedStatements: false, ...over }
+  return { url, poolMax: 2, statementTimeoutMs: 5000, connectTimeoutMs: 2000, preparedStatements: 'off', ...over }
 }
 
 for (const route of PG_ROUTES) {
@@ -166,10 +166,42 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     try {
       const outcome = await reads(named)
       const failed = outcome.find(r => r.status === 'rejected') as PromiseRejectedResult | undefined
-      assert.match(String(failed?.reason?.message), /prepared statement "get_pet" already exists/)
+      assert.match(String(failed?.reason?.message), /prepared statement "get_pet_[0-9a-f]{12}" already exists/)
     } finally {
       await Promise.all(named.map(async s => await s.close()))
     }
+  })
+
+  it('with PG_PREPARED_STATEMENTS=auto, names primary-key reads on a direct connection', async (t) => {
+    const url = await createTestDatabase(t)
+    const db = new PgDatabase(pgOptions(url, { poolMax: 1, preparedStatements: 'auto' }))
+    t.after(async () => await db.end())
+    const read = { name: 'get_one', stablePlan: true, text: 'SELECT $1::int8 AS n', values: ['7'] }
+    assert.deepEqual((await db.query(read)).rows, [{ n: 7n }])
+    assert.deepEqual((await db.query(read)).rows, [{ n: 7n }])
+    // The one connection of the pool holds the statement, named after its text's hash.
+    const held = await db.query<{ name: string }>({ text: 'SELECT name FROM pg_prepared_statements' })
+    assert.deepEqual(held.rows.map(r => r.name.replace(/_[0-9a-f]{12}$/, '_HASH')), ['get_one_HASH'])
+    assert.equal(db.namedReads, true)
+    // A read whose best plan depends on the value is never named in auto mode.
+    await db.query({ name: 'by_value', text: 'SELECT $1::text AS s', values: ['x'] })
+    assert.equal((await db.query({ text: 'SELECT count(*) AS n FROM pg_prepared_statements' })).rows[0]!.n, 1n)
+  })
+
+  it('with PG_PREPARED_STATEMENTS=auto, stops naming statements once a transaction-mode pooler shows, and every read succeeds', async (t) => {
+    // One server connection for everyone, as in the test above where `on` fails.
+    const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
+    const url = via(await createTestDatabase(t), bouncer.url)
+    const dbs = [1, 2].map(() => new PgDatabase(pgOptions(url, { poolMax: 2, preparedStatements: 'auto' })))
+    t.after(async () => await Promise.all(dbs.map(async db => await db.end())))
+    for (let round = 0; round < 5; round++) {
+      const reads = await Promise.all(dbs.flatMap(db => [1, 2].map(async (i) =>
+        (await db.query<{ n: bigint }>({ name: 'get_one', stablePlan: true, text: 'SELECT $1::int8 AS n', values: [String(round * 10 + i)] })).rows[0]!.n)))
+      assert.deepEqual(reads, [1n, 2n, 1n, 2n].map(n => BigInt(round * 10) + n))
+    }
+    // The second client's PREPARE met the first's on the shared server connection: that one fell
+    // back, and the first stops as soon as its statement is missing on the connection it is given.
+    assert.ok(dbs.some(db => !db.namedReads))
   })
 
   it('names the authentication failure, the user and the setting, never the password', async (t) => {

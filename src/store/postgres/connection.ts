@@ -1,5 +1,17 @@
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.js'
+
+/**
+ * When statements are named (server-side prepared: parsed once per server connection, not per
+ * execution). off: never. on: every statement that has a name, reads and writes — for direct
+ * connections or a pooler that tracks named statements (PgBouncer >= 1.21 with
+ * max_prepared_statements). auto: the reads whose plan is the same for every parameter value are
+ * named until the server answers that a statement is missing or already exists — what a
+ * transaction-mode pooler that does not track them causes — and then never again (that read is
+ * retried unnamed); writes stay unnamed, so no transaction is aborted by the probe.
+ */
+export type PreparedStatementsMode = 'off' | 'on' | 'auto'
 
 export interface PgConnectionOptions {
   url: string
@@ -7,11 +19,11 @@ export interface PgConnectionOptions {
   statementTimeoutMs: number
   connectTimeoutMs: number
   /**
-   * Whether hot queries may be named (server-side) prepared statements. Off by default: behind a
-   * transaction-mode pooler (PgBouncer < 1.21, most managed poolers) a statement prepared on one
-   * server connection is missing, or already exists, on the next.
+   * Whether hot queries may be named (server-side) prepared statements (PreparedStatementsMode).
+   * Behind a transaction-mode pooler (PgBouncer < 1.21, most managed poolers) a statement prepared
+   * on one server connection is missing, or already exists, on the next.
    */
-  preparedStatements: boolean
+  preparedStatements: PreparedStatementsMode
 }
 
 const INT8_OID = 20
@@ -56,7 +68,23 @@ export function txPrologue (statementTimeoutMs: number): string {
 }
 
 /** A statement: text, parameters, and a name used only when prepared statements are on. */
-export interface PgStatement { name?: string, text: string, values?: unknown[] }
+export interface PgStatement {
+  name?: string
+  /**
+   * Named in auto mode too: the statement's generic plan is the right plan for every parameter
+   * value (a primary-key lookup or range), so a plan the server caches for it never turns bad. A
+   * filter on a skewed column (status) is left out: its custom plan picks the index by the value.
+   */
+  stablePlan?: boolean
+  text: string
+  values?: unknown[]
+}
+
+/**
+ * SQLSTATEs of a named statement that is not on the server connection the pooler picked
+ * (26000 invalid_sql_statement_name) or is there already, prepared by another client (42P05).
+ */
+const POOLER_STATEMENT_CODES = new Set(['26000', '42P05'])
 
 /** Runs one statement on the connection of an interactive transaction. */
 export type PgQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(s: PgStatement) => Promise<pg.QueryResult<R>>
@@ -68,9 +96,14 @@ export type PgQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(s: PgSta
 export class PgDatabase {
   readonly pool: pg.Pool
   private readonly prologue: string
+  /** auto mode: true until a pooler is detected (see PreparedStatementsMode). */
+  private autoNamed: boolean
+  /** Statement names, each with a hash of its text: one name never means two texts (versions of the service). */
+  private readonly names = new Map<string, string>()
 
   constructor (private readonly opts: PgConnectionOptions) {
     this.prologue = txPrologue(opts.statementTimeoutMs)
+    this.autoNamed = opts.preparedStatements === 'auto'
     this.pool = new pg.Pool({
       ...clientConfig(opts),
       max: opts.poolMax,
@@ -91,15 +124,41 @@ export class PgDatabase {
     this.pool.on('connect', (client) => { client.on('error', () => {}) })
   }
 
+  /** Whether reads with a stable plan are named now (on, or auto before a pooler was detected). */
+  get namedReads (): boolean {
+    return this.opts.preparedStatements === 'on' || this.autoNamed
+  }
+
+  private named (s: PgStatement, name: string): pg.QueryConfig {
+    let full = this.names.get(name)
+    if (full === undefined) {
+      full = `${name}_${createHash('sha256').update(s.text).digest('hex').slice(0, 12)}`
+      this.names.set(name, full)
+    }
+    return { name: full, text: s.text, values: s.values ?? [] }
+  }
+
+  /** A statement of a write transaction: named only when prepared statements are on. */
   private prepared (s: PgStatement): pg.QueryConfig {
-    return this.opts.preparedStatements && s.name !== undefined
-      ? { name: s.name, text: s.text, values: s.values ?? [] }
+    return this.opts.preparedStatements === 'on' && s.name !== undefined
+      ? this.named(s, s.name)
       : { text: s.text, values: s.values ?? [] }
   }
 
-  /** One statement, in its own implicit transaction. */
+  /** One statement, in its own implicit transaction (reads). */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow> (s: PgStatement): Promise<pg.QueryResult<R>> {
-    return await guard(() => this.pool.query<R>(this.prepared(s)))
+    return await guard(async () => {
+      if (!this.autoNamed || s.name === undefined || s.stablePlan !== true) return await this.pool.query<R>(this.prepared(s))
+      try {
+        return await this.pool.query<R>(this.named(s, s.name))
+      } catch (err) {
+        if (!POOLER_STATEMENT_CODES.has((err as { code?: string }).code ?? '')) throw err
+        // A pooler sends our statements to server connections that did not prepare them: unnamed
+        // from now on, and this read again (reads change nothing).
+        this.autoNamed = false
+        return await this.pool.query<R>({ text: s.text, values: s.values ?? [] })
+      }
+    })
   }
 
   /**

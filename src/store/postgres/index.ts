@@ -30,6 +30,20 @@ const INSERT_PETS = `
   ORDER BY t.ord
   RETURNING id`
 
+/**
+ * The reads behind a read-cache miss. Each is served by an index in key order, with no sort and no
+ * sequential scan, at any table size (test/store/postgres-plans.test.ts; EXPLAIN ANALYZE over 1M
+ * pets in docs/performance.md): get by the primary key; a page by the primary key's range; a
+ * filtered page by (status, id), or the primary key's range with the filter when the status is
+ * common enough — the planner chooses by the value, which is why that one is never a named
+ * statement in auto mode (connection.ts).
+ */
+export const PET_READS = {
+  get: 'SELECT id, name, category_id, status FROM pets WHERE id = $1::int8',
+  page: 'SELECT id, name, category_id, status FROM pets WHERE id > $1::int8 ORDER BY id LIMIT $2',
+  pageWithStatus: 'SELECT id, name, category_id, status FROM pets WHERE status = $3 AND id > $1::int8 ORDER BY id LIMIT $2'
+} as const
+
 export interface PostgresStoreOptions extends PgConnectionOptions {}
 
 /** The shared store: many stateless instances over one PostgreSQL, through a connection pool. */
@@ -146,7 +160,8 @@ export class PostgresStore implements Store {
   async getPet (id: bigint): Promise<Pet | undefined> {
     const res = await this.db.query<PetRow>({
       name: 'get_pet',
-      text: 'SELECT id, name, category_id, status FROM pets WHERE id = $1::int8',
+      stablePlan: true,
+      text: PET_READS.get,
       values: [id.toString()]
     })
     const row = res.rows[0]
@@ -157,8 +172,8 @@ export class PostgresStore implements Store {
     const { limit, status } = params
     const after = pageAfter(params).toString()
     const res = await this.db.query<PetRow>(status === undefined
-      ? { name: 'list_pets', text: 'SELECT id, name, category_id, status FROM pets WHERE id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit] }
-      : { name: 'list_pets_status', text: 'SELECT id, name, category_id, status FROM pets WHERE status = $3 AND id > $1::int8 ORDER BY id LIMIT $2', values: [after, limit, status] })
+      ? { name: 'list_pets', stablePlan: true, text: PET_READS.page, values: [after, limit] }
+      : { name: 'list_pets_status', text: PET_READS.pageWithStatus, values: [after, limit, status] })
     return res.rows.map(toPet)
   }
 
@@ -173,6 +188,7 @@ export class PostgresStore implements Store {
   async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
     const res = await this.db.query<KeyRefRow>({
       name: 'find_key',
+      stablePlan: true,
       text: 'SELECT id, revoked_at FROM api_keys WHERE key_hash = $1',
       values: [hash]
     })
