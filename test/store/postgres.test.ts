@@ -145,7 +145,7 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     assert.match(err.message, /^PostgreSQL at 127\.0\.0\.1:\d+ \(database "petstore_t_\w+", user "postgres"\): FATAL 08P01 unsupported startup parameter: options; check the pooler's ignore_startup_parameters/)
   })
 
-  it('shares server connections between instances only with PG_PREPARED_STATEMENTS off', async (t) => {
+  it('shares one server connection between instances with PG_PREPARED_STATEMENTS off, and fails there with on', async (t) => {
     // One server connection for everyone: a statement one instance prepares is there for the next.
     const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
     const url = via(await createTestDatabase(t), bouncer.url)
