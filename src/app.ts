@@ -2,6 +2,7 @@ import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.js'
 import bearerAuth from './plugins/auth.js'
+import beforeBody from './plugins/before-body.js'
 import { clientErrorHandler } from './plugins/client-errors.js'
 import cors from './plugins/cors.js'
 import errorHandling, { routeBadUrls } from './plugins/errors.js'
@@ -53,6 +54,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(cors, { origins: config.corsOrigins })
     await app.register(errorHandling, { store })
     installJsonBodyParser(app, config.bodyLimit)
+    await app.register(beforeBody)
     await app.register(rateLimits, { config })
     await app.register(bearerAuth, { store, keyCacheTtlMs: config.keyCacheTtlMs })
     await app.register(openApiPlugin, { config })

@@ -1,4 +1,5 @@
-import { type IncomingMessage, STATUS_CODES } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import { type IncomingMessage, ServerResponse, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
@@ -11,33 +12,96 @@ function toClientError (code: string | undefined): ApiError {
   return new ApiError('bad_request', 'the request is not valid HTTP/1.1 (request line, header or framing)')
 }
 
+type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null }
+
+/**
+ * The response Node is writing on this socket right now, if any. Node keeps it as `_httpMessage`
+ * (its own clientError fallback reads the same field); pipelined responses still queued behind it
+ * are attached to the socket, one after the other, as each one before them finishes.
+ */
+function responseInFlight (socket: Socket): ServerResponse | undefined {
+  const res = (socket as SocketWithResponse)._httpMessage
+  return res === null || res === undefined || res.writableFinished ? undefined : res
+}
+
+/**
+ * Calls `then` once every response to a request read whole before the bad bytes has been
+ * written. A response already under way finishes too. The request the bad bytes cut short (its
+ * body broken) never completes: the refusal is its answer, so its response is detached from the
+ * socket (whatever it might write later goes nowhere) and `then` runs.
+ */
+function afterCompleteRequests (socket: Socket, then: () => void): void {
+  const res = responseInFlight(socket)
+  if (res === undefined) {
+    then()
+    return
+  }
+  if (!res.req.complete && !res.headersSent) {
+    res.detachSocket(socket)
+    then()
+    return
+  }
+  // 'close' comes after Node attached the next queued response, if one is waiting.
+  res.once('close', () => { afterCompleteRequests(socket, then) })
+}
+
+const answered = new WeakSet<Socket>()
+
+/**
+ * An Error response written straight to a socket, for requests that never became a request object
+ * (refused by Node's parser). It carries what every response of the service carries: Date, a
+ * fresh X-Request-Id (also logged) and nosniff; and Connection: close, as the connection ends.
+ */
+function rawErrorResponse (error: ApiError, requestId: string): string {
+  const body = JSON.stringify(error.toBody())
+  return `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
+    `Date: ${new Date().toUTCString()}\r\nX-Request-Id: ${requestId}\r\nX-Content-Type-Options: nosniff\r\n` +
+    'Cache-Control: no-store\r\n' +
+    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+}
+
 /**
  * Fastify's clientErrorHandler: requests Node's parser refuses never reach a route, and Node (or
  * Fastify's default) would answer them with an empty body or another JSON shape. Answer them with
  * the Error object too, then close the connection, whose framing can no longer be trusted.
+ *
+ * The answer waits for the responses to the requests read before the bad bytes on this
+ * connection (pipelining): a create followed in the same write by garbage gets its 201 first, then
+ * the 400. Answering at once would put the 400 where the client expects the create's answer, and
+ * a client retrying that "failed" create would store the animal twice.
  */
 export function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
+  // The parser stays in its error state: more bytes on this socket report the same error again.
+  if (answered.has(socket)) return
+  answered.add(socket)
   const error = toClientError(err.code)
-  this.log.debug({ err: { code: err.code, message: err.message } }, 'client error')
-  if (socket.writable) {
-    const body = JSON.stringify(error.toBody())
-    socket.write(
-      `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-    )
-  }
-  socket.destroy()
+  const requestId = randomUUID()
+  this.log.debug({ reqId: requestId, err: { code: err.code, message: err.message } }, 'client error')
+  afterCompleteRequests(socket, () => {
+    if (socket.destroyed) return
+    if (socket.writable) socket.end(rawErrorResponse(error, requestId))
+    else socket.destroy()
+  })
 }
 
 /**
- * CONNECT never reaches Fastify: without a listener Node drops the connection with no answer.
- * Answer it like any other method the API does not have.
+ * CONNECT never reaches Fastify: Node hands it to a 'connect' listener with the bare socket (and
+ * without one drops the connection unanswered). This server is no proxy: give it a response object
+ * and route it like any other method, so it gets the same answer another unknown method gets
+ * (401 under /v1 without a key, 405 with Allow on a listed path, 404 elsewhere), with every
+ * header and hook of a routed request. The connection then closes: the bytes after a CONNECT's
+ * head are not HTTP to this server.
  */
-export function refuseConnect (request: IncomingMessage, socket: Duplex): void {
-  const body = JSON.stringify(new ApiError('method_not_allowed', `CONNECT is not allowed on ${request.url ?? '/'}`).toBody())
-  socket.end(
-    'HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json; charset=utf-8\r\n' +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-  )
+export function connectAsRequest (app: FastifyInstance): (request: IncomingMessage, socket: Duplex) => void {
+  return (request, socket) => {
+    const res = new ServerResponse(request)
+    res.shouldKeepAlive = false
+    res.assignSocket(socket as Socket)
+    res.on('finish', () => {
+      res.detachSocket(socket as Socket)
+      ;(socket as Socket).destroySoon()
+    })
+    app.server.emit('request', request, res)
+  }
 }

@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
-import { refuseConnect } from './client-errors.js'
+import { connectAsRequest } from './client-errors.js'
+import { repeatedSingleton } from './repeated-headers.js'
 
 /**
  * Hardening at the edge of every request: `X-Content-Type-Options: nosniff` on every response,
  * 400 for an HTTP/1.1 request without Host (Node's own answer would be an empty 400; see
- * `requireHostHeader` in app.ts), and CONNECT answered 405 instead of a dropped connection.
+ * `requireHostHeader` in app.ts) or with a repeated Host, Authorization or Content-Type (see
+ * repeated-headers.ts), and CONNECT routed like any other method instead of a dropped connection.
  */
 async function hardening (app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', (request, reply, done) => {
@@ -16,11 +18,18 @@ async function hardening (app: FastifyInstance): Promise<void> {
       done(new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header'))
       return
     }
+    const repeated = repeatedSingleton(request.raw.rawHeaders)
+    if (repeated !== undefined) {
+      reply.header('connection', 'close')
+      done(new ApiError('bad_request', `the ${repeated} header must be sent once`))
+      return
+    }
     done()
   })
-  app.server.on('connect', refuseConnect)
+  const onConnect = connectAsRequest(app)
+  app.server.on('connect', onConnect)
   app.addHook('onClose', (_app, done) => {
-    app.server.off('connect', refuseConnect)
+    app.server.off('connect', onConnect)
     done()
   })
 }

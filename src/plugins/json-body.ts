@@ -66,7 +66,13 @@ export function parseJsonBody (body: Buffer): unknown {
 export function installJsonBodyParser (app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]
+    const charsets = [...(request.headers['content-type'] ?? '').matchAll(/;\s*charset\s*=\s*"?([^";\s]*)/gi)]
+    if (charsets.length > 1) {
+      // RFC 6838 §4.3: a media type parameter given twice is an error; the first and the last may disagree.
+      done(new ApiError('unsupported_media_type', 'the charset parameter of Content-Type must be given once'), undefined)
+      return
+    }
+    const charset = charsets[0]?.[1]
     if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
       done(new ApiError('unsupported_media_type', `charset ${charset} is not supported; send application/json in UTF-8`), undefined)
       return

@@ -80,7 +80,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       response: {
         200: jsonResponse('A page of animals (an empty array when there are none).', PetsSchema, { Link: Headers.linkNext, ...cacheHeaders, ...RateLimitHeaders }),
         304: notModified({ Link: Headers.linkNext, ...RateLimitHeaders }),
-        ...errorResponses(['invalid_parameter', 'unauthorized', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
+        ...errorResponses(['invalid_parameter', 'unauthorized', 'precondition_failed', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     },
     onSend: strongEtag
@@ -163,7 +163,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       response: {
         200: jsonResponse('The animal.', Ref(PetSchema), { ...deprecationHeaders, ...cacheHeaders, ...RateLimitHeaders }),
         304: notModified({ ...deprecationHeaders, ...RateLimitHeaders }),
-        ...errorResponses(['invalid_parameter', 'unauthorized', 'not_found', 'gone', 'rate_limited', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
+        ...errorResponses(['invalid_parameter', 'unauthorized', 'not_found', 'gone', 'precondition_failed', 'rate_limited', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
       }
     },
     // Runs for every response of this operation, errors (401 included) too.

@@ -94,5 +94,8 @@ export const CreatePetHeadersSchema = Type.Object({
 export const ConditionalReadHeadersSchema = Type.Object({
   'if-none-match': Type.Optional(Type.String({
     description: 'Entity tags the client holds (`"…"`, `W/"…"` or `*`, comma-separated): when one names the current ETag the answer is 304 with no body. Any other value is simply no match.'
+  })),
+  'if-match': Type.Optional(Type.String({
+    description: 'Entity tags (`"…"` or `*`, comma-separated) the representation must still have (strong comparison): when none names the current ETag the answer is 412 `precondition_failed`, so a client holding an old copy learns it is stale.'
   }))
 })

@@ -69,10 +69,13 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Unauthorized',
   404: 'Not found',
   405: 'Method not allowed',
+  408: 'Request timeout',
   409: 'Conflict',
   410: 'Gone',
+  412: 'Precondition failed',
   413: 'Payload too large',
   415: 'Unsupported media type',
+  417: 'Expectation failed',
   422: 'Unprocessable content',
   429: 'Too many requests',
   431: 'Request headers too large',
@@ -89,12 +92,21 @@ function headersFor (status: number): HeaderMap {
 }
 
 /**
- * The error responses of an operation, from the catalogue codes it can answer: one response per
- * status, each an Error object, its description listing the codes (`code`: when).
+ * Answers any request can get, whatever operation it addresses, because they are decided at the
+ * edge: by Node's HTTP parser (malformed or oversized request, too slow), by the header checks
+ * before routing (missing or repeated Host, repeated Authorization or Content-Type), by `Expect`,
+ * or by shutdown and overload shedding.
+ */
+export const EDGE_CODES = ['bad_request', 'request_timeout', 'expectation_failed', 'header_too_large', 'service_unavailable'] as const satisfies readonly ErrorCode[]
+
+/**
+ * The error responses of an operation, from the catalogue codes it can answer (the edge codes
+ * above are always added): one response per status, each an Error object, its description listing
+ * the codes (`code`: when).
  */
 export function errorResponses (codes: readonly ErrorCode[], extraHeaders: HeaderMap = {}): Record<number, object> {
   const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of codes) {
+  for (const code of [...new Set([...codes, ...EDGE_CODES])]) {
     const status = ERROR_CODES[code].status
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }

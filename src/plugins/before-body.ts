@@ -1,0 +1,79 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { ApiError } from '../errors.js'
+
+/** Methods whose body Fastify reads (the others' bodies are never parsed). */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'QUERY'])
+
+/** Requests whose client waits for `100 Continue` before sending the body (Node did not send it). */
+const awaitingContinue = new WeakSet<IncomingMessage>()
+/** Requests with an expectation other than 100-continue. */
+const unmetExpectation = new WeakSet<IncomingMessage>()
+
+function hasBody (request: FastifyRequest): boolean {
+  const length = request.headers['content-length']
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/** The content codings of the body other than identity, as sent (lower case). */
+function contentCodings (request: FastifyRequest): string[] {
+  const header = request.headers['content-encoding']
+  if (header === undefined) return []
+  return header.split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '' && c !== 'identity')
+}
+
+/**
+ * What is decided before a byte of a request body is read, in the last preParsing hook, so after
+ * authentication (onRequest) and after the 404/405 answer of an unknown route:
+ * - an `Expect` other than `100-continue` → 417 `expectation_failed` (RFC 9110 §10.1.1). Node's own
+ *   answer would be a bare 417, before routing and without any of our headers;
+ * - a body sent with a content coding (`Content-Encoding: gzip`, `br`, …) → 415
+ *   `unsupported_media_type` naming it: bodies are accepted as identity only, so no decompression
+ *   bomb can inflate past the body limit, and a gzip body is never parsed as if it were JSON;
+ * - a declared `Content-Length` over the body limit → 413, before the client is asked for the body;
+ * - then, and only then, `100 Continue` for a client that waits for it (`Expect: 100-continue`).
+ *   Node would send it on arrival, before authentication and before the size was checked.
+ */
+async function beforeBody (app: FastifyInstance): Promise<void> {
+  const checkContinue = (req: IncomingMessage, res: ServerResponse): void => {
+    awaitingContinue.add(req)
+    app.server.emit('request', req, res)
+  }
+  const checkExpectation = (req: IncomingMessage, res: ServerResponse): void => {
+    unmetExpectation.add(req)
+    app.server.emit('request', req, res)
+  }
+  app.server.on('checkContinue', checkContinue)
+  app.server.on('checkExpectation', checkExpectation)
+  app.addHook('onClose', (_app, done) => {
+    app.server.off('checkContinue', checkContinue)
+    app.server.off('checkExpectation', checkExpectation)
+    done()
+  })
+
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (unmetExpectation.has(request.raw)) {
+      done(new ApiError('expectation_failed', 'the Expect header can only be 100-continue'))
+      return
+    }
+    if (!BODY_METHODS.has(request.method) || !hasBody(request)) {
+      done(null, payload)
+      return
+    }
+    const codings = contentCodings(request)
+    if (codings.length > 0) {
+      done(new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`))
+      return
+    }
+    const length = Number(request.headers['content-length'])
+    if (length > request.routeOptions.bodyLimit) {
+      done(new ApiError('payload_too_large', 'request body is larger than the body limit'))
+      return
+    }
+    if (awaitingContinue.has(request.raw)) reply.raw.writeContinue()
+    done(null, payload)
+  })
+}
+
+export default fp(beforeBody, { name: 'petstore-before-body' })
