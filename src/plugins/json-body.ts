@@ -33,6 +33,40 @@ export function exactNumber (text: string): number | bigint {
   return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value
 }
 
+/** No body the API accepts nests deeper than 1; this bound keeps every parser's recursion shallow. */
+const MAX_DEPTH = 64
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * The deepest nesting of [ and { in JSON text (outside strings). The parsers recurse per level:
+ * a deep enough body would overflow the stack, and the RangeError's text is not for clients.
+ */
+function nestingDepth (body: Buffer): number {
+  let depth = 0
+  let max = 0
+  let inString = false
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]!
+    if (inString) {
+      if (c === BACKSLASH) i++
+      else if (c === QUOTE) inString = false
+    } else if (c === QUOTE) {
+      inString = true
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) max = depth
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--
+    }
+  }
+  return max
+}
+
+/** A parser's message when it describes the text (a SyntaxError), else none: internal text stays inside. */
+function reason (err: unknown): string {
+  return err instanceof SyntaxError ? `: ${err.message.slice(0, 200)}` : ''
+}
+
 /**
  * Parses a JSON body strictly and losslessly: UTF-8 only, __proto__/constructor keys refused (the
  * prototype-poisoning guard Fastify uses), and numbers taken by their exact value (a body whose text
@@ -41,6 +75,7 @@ export function exactNumber (text: string): number | bigint {
  */
 export function parseJsonBody (body: Buffer): unknown {
   if (!isUtf8(body)) throw new ApiError('invalid_json', 'request body is not valid UTF-8')
+  if (nestingDepth(body) > MAX_DEPTH) throw new ApiError('invalid_json', `request body nests arrays or objects deeper than ${MAX_DEPTH} levels`)
   const text = body.toString('utf8')
   let value: unknown
   try {
@@ -48,7 +83,7 @@ export function parseJsonBody (body: Buffer): unknown {
   } catch (err) {
     const message = (err as Error).message
     if (/prototype|constructor/i.test(message)) throw new ApiError('invalid_json', 'request body uses a forbidden key (__proto__ or constructor.prototype)')
-    throw new ApiError('invalid_json', `request body is not valid JSON: ${message.slice(0, 200)}`)
+    throw new ApiError('invalid_json', `request body is not valid JSON${reason(err)}`)
   }
   if (/\d{16,}|\d[.eE]/.test(text)) {
     // Same verdict as JSON.parse above (it already accepted the text), only numbers exact; a
@@ -56,7 +91,7 @@ export function parseJsonBody (body: Buffer): unknown {
     try {
       value = parseLossless(text, undefined, { parseNumber: exactNumber, onDuplicateKey: ({ newValue }) => newValue })
     } catch (err) {
-      throw new ApiError('invalid_json', `request body is not valid JSON: ${(err as Error).message.slice(0, 200)}`)
+      throw new ApiError('invalid_json', `request body is not valid JSON${reason(err)}`)
     }
   }
   return value

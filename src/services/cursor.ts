@@ -54,6 +54,9 @@ export class CursorCodec {
       if (cursor.length !== Math.ceil(LENGTH * 4 / 3) || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
       const buf = Buffer.from(cursor, 'base64url')
       if (buf.length !== LENGTH || buf.readUInt8(0) !== VERSION) return undefined
+      // Canonical spelling only: the last character carries 4 unused bits, and a decoder ignores
+      // them, so 15 other spellings would decode to the same bytes. One cursor, one string.
+      if (buf.toString('base64url') !== cursor) return undefined
       if (!timingSafeEqual(this.mac(buf.subarray(0, 10)), buf.subarray(10))) return undefined
       known = { lastId: buf.readBigInt64BE(1), status: buf.readUInt8(9) }
       remember(this.verified, cursor, known)

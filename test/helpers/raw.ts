@@ -70,7 +70,7 @@ export function parseResponses (data: Buffer, heads: boolean[] = []): RawRespons
       headers[name] = name in headers ? `${headers[name]}, ${value}` : value
     }
     let bodyStart = end + 4
-    let body = Buffer.alloc(0)
+    let body: Buffer = Buffer.alloc(0)
     const interim = status < 200
     const isHead = !interim && heads[out.filter(r => r.status >= 200).length] === true
     if (!interim && !isHead && status !== 204 && status !== 304) {

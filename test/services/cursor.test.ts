@@ -25,4 +25,24 @@ describe('CursorCodec', () => {
     assert.equal(a.decode(forged, undefined), undefined)
     assert.equal(a.decode(forged, undefined), undefined)
   })
+
+  it('accepts only the canonical spelling: the unused bits of the last character must be zero (issue 16)', () => {
+    const codec = new CursorCodec(randomBytes(32))
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    for (const [id, status] of [[1n, undefined], [2n ** 62n, 'sold'], [-5n, 'pending']] as const) {
+      const cursor = codec.encode(id, status)
+      assert.equal(codec.decode(cursor, status), id)
+      const last = alphabet.indexOf(cursor.at(-1)!)
+      let others = 0
+      for (let low = 0; low < 16; low++) {
+        const spelling = cursor.slice(0, -1) + alphabet[(last & ~15) | low]
+        if (spelling === cursor) continue
+        // Same bytes once decoded: only the spelling differs.
+        assert.deepEqual(Buffer.from(spelling, 'base64url'), Buffer.from(cursor, 'base64url'))
+        assert.equal(codec.decode(spelling, status), undefined, spelling)
+        others++
+      }
+      assert.equal(others, 15)
+    }
+  })
 })
