@@ -124,7 +124,9 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof StoreUnavailableError) app.metrics.storeErrors.inc({ store: opts.store.kind })
     const error = toApiError(err)
-    if (error.statusCode >= 500 || error.code === 'internal_error') request.log.error({ err }, 'request failed')
+    // An ApiError is an answer the service chose (501 for the unspecified orders route, 503 while
+    // shutting down or shedding load): the access log line records it. Anything else is a failure.
+    if (error.statusCode >= 500 && !(err instanceof ApiError)) request.log.error({ err }, 'request failed')
     return sendError(reply, error)
   })
 
@@ -133,20 +135,30 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     // The CORS preflight catch-all answers OPTIONS anywhere; it must not turn 404s into 405s.
     if (route.url !== '*' && route.url !== '/*') routes.record(route.method, route.url)
   })
-  app.decorate('notFoundHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+  /**
+   * 405 with Allow when the path exists for other methods, else 404. A route that exists for this
+   * very method but found nothing (a missing file under /docs/static) is a 404 too, never a 405
+   * whose Allow would name the method just refused.
+   */
+  const unrouted = (request: FastifyRequest): ApiError => {
     const path = request.url.split('?', 1)[0]!
     const allowed = routes.allowedMethods(path)
-    if (allowed.length > 0) {
-      return sendError(reply, new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') }))
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
+      return new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') })
     }
-    return sendError(reply, new ApiError('not_found', `no route ${request.method} ${path}`))
-  })
+    return new ApiError('not_found', `no route ${request.method} ${path}`)
+  }
+  app.decorate('notFoundHandler', async (request: FastifyRequest, reply: FastifyReply) => sendError(reply, unrouted(request)))
   app.setNotFoundHandler(app.notFoundHandler)
 
   // preParsing: after every onRequest hook of the scope the URL addresses (authentication under
   // /v1), before the body is read, validated or routed to a handler.
+  // A request no route takes is answered here too, 404 or 405, whatever its method and body: Fastify
+  // would otherwise read, limit and parse the body of a not-found request (413, invalid_json, or its
+  // own 400 for a QUERY without Content-Type) before the not-found handler runs.
   app.addHook('preParsing', (request, _reply, payload, done) => {
     if (badUrls.has(request.raw)) done(new ApiError('invalid_parameter', BAD_URL_MESSAGE))
+    else if (request.is404) done(unrouted(request))
     else done(null, payload)
   })
 }

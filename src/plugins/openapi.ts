@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { docsPageOptions } from '../docs/page.js'
+import { documentRoute, redirectDocsIndex } from './document-routes.js'
 
 type Json = Record<string, unknown>
 
@@ -140,11 +141,8 @@ export const openApiPlugin = fp(openApi, { name: 'petstore-openapi' })
 /** GET /openapi.json, /openapi.yaml and the /docs page: public, and served from installed files only. */
 export async function docsRoutes (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
   const { config } = opts
-  app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger(), null, 2))
-  })
-  app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) => {
-    return reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true }))
-  })
+  documentRoute(app, '/openapi.json', 'application/json; charset=utf-8', () => JSON.stringify(app.swagger(), null, 2))
+  documentRoute(app, '/openapi.yaml', 'application/yaml; charset=utf-8', () => app.swagger({ yaml: true }))
+  app.addHook('onRequest', redirectDocsIndex('/docs'))
   await app.register(swaggerUi, docsPageOptions(config))
 }
