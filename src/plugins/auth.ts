@@ -53,8 +53,8 @@ function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): numb
  * The authentication policy: the one function that decides every request under /v1, known routes,
  * unknown paths and methods (404/405), and URLs the router cannot decode alike (see routeBadUrls in
  * errors.ts, which routes those through the same scope). In order:
- * 1. an address that used up its failed-authentication budget is refused with 429 at once, before
- *    its key is even parsed: it costs one Map lookup and never reaches the store;
+ * 1. an address that used up its failed-authentication budget is refused with 429 at once, unless
+ *    its key is one already known valid (from memory): it never reaches the store;
  * 2. the bearer key is parsed and verified (the verifier's cache, else one store lookup);
  * 3. a failure is counted against the address (429 once over its budget, else 401);
  * 4. a success sets `request.apiKeyId`, marks the response private, and is counted against the key
@@ -62,7 +62,10 @@ function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): numb
  */
 function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
   return async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    limits.refuseBlockedAddress(request, reply)
+    limits.refuseBlockedAddress(request, reply, () => {
+      const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
+      return token !== undefined && verifier.knownValid(token)
+    })
     try {
       request.apiKeyId = await resolveKey(request.headers.authorization, verifier)
     } catch (err) {

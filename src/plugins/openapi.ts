@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { docsPageOptions } from '../docs/page.js'
+import { describeUnroutedRequests } from '../schemas/unrouted.js'
 import { documentRoute, redirectDocsIndex } from './document-routes.js'
 
 type Json = Record<string, unknown>
@@ -132,7 +133,7 @@ async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }
       if (url.startsWith('/v1/') || schema === undefined) return { schema, url }
       return { schema: { ...schema, servers: rootServers } as typeof schema, url }
     },
-    transformObject: (documentObject) => shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject)) as never
+    transformObject: (documentObject) => describeUnroutedRequests(shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject))) as never
   })
 }
 

@@ -75,8 +75,14 @@ export class RateLimits {
     )
   }
 
-  /** Before authentication: refuses at once an address that used up its failed-authentication budget. */
-  refuseBlockedAddress (request: FastifyRequest, reply: FastifyReply): void {
+  /**
+   * Before authentication: refuses at once an address that used up its failed-authentication
+   * budget, unless the request carries a key already known valid (`knownKey`, asked only for a
+   * blocked address and answered from memory): behind NAT or a proxy many clients share an
+   * address, and one client guessing keys must not lock out the others, whose keys are known.
+   * A key not known is refused without a store lookup, so a flood of guesses still costs nothing.
+   */
+  refuseBlockedAddress (request: FastifyRequest, reply: FastifyReply, knownKey: () => boolean): void {
     if (this.blocked.size === 0) return
     const until = this.blocked.get(request.ip)
     if (until === undefined) return
@@ -85,6 +91,7 @@ export class RateLimits {
       this.blocked.delete(request.ip)
       return
     }
+    if (knownKey()) return
     reply.header('ratelimit-policy', this.addressPolicy)
     reply.header('ratelimit', `"address";r=0;t=${Math.ceil(left / 1000)}`)
     throw this.refuse('address', left)

@@ -21,6 +21,9 @@ export async function createApiKey (store: Store, name: string, now = new Date()
 
 interface CacheEntry { id: number | undefined, expires: number }
 
+/** How long a key stays "known valid" after it last verified (see knownValid). */
+const KNOWN_VALID_MS = 24 * 3600000
+
 /**
  * Verifies bearer keys against the store, trusting an answer for at most `ttlMs`, so a revocation
  * made anywhere (another instance, the CLI) is honoured within that bound. Concurrent checks of one
@@ -29,6 +32,8 @@ interface CacheEntry { id: number | undefined, expires: number }
 export class ApiKeyVerifier {
   private readonly cache = new Map<string, CacheEntry>()
   private readonly inFlight = new Map<string, Promise<number | undefined>>()
+  /** Hashes of keys that verified valid, and until when that is remembered. */
+  private readonly valid = new Map<string, number>()
   private usedAt = new Map<number, number>()
   private readonly timer: NodeJS.Timeout
 
@@ -40,6 +45,29 @@ export class ApiKeyVerifier {
   ) {
     this.timer = setInterval(() => { void this.flushLastUsed() }, flushEveryMs)
     this.timer.unref()
+  }
+
+  /**
+   * Whether this key verified valid here within the last 24 h, answered from memory alone (never the
+   * store). Not an authentication: it only lets a known key past its address's failed-attempt block
+   * (rate-limit.ts), after which the key is verified as usual (a revocation still answers 401 and
+   * drops it from this memory). Guessing a key that passes costs as much as guessing a valid key.
+   */
+  knownValid (key: string): boolean {
+    if (!API_KEY_PATTERN.test(key)) return false
+    const until = this.valid.get(hashApiKey(key))
+    return until !== undefined && until > Date.now()
+  }
+
+  private rememberValid (hash: string, valid: boolean): void {
+    if (!valid) {
+      this.valid.delete(hash)
+      return
+    }
+    // Re-inserted so the Map's order is least recently verified first: the first entry goes when full.
+    this.valid.delete(hash)
+    if (this.valid.size >= this.maxEntries) this.valid.delete(this.valid.keys().next().value!)
+    this.valid.set(hash, Date.now() + KNOWN_VALID_MS)
   }
 
   /** The key's id when the key is valid and not revoked; undefined otherwise. */
@@ -75,6 +103,7 @@ export class ApiKeyVerifier {
     try {
       const found = await this.store.findApiKeyByHash(hash)
       const id = found === undefined || found.revoked ? undefined : found.id
+      this.rememberValid(hash, id !== undefined)
       if (this.cache.size >= this.maxEntries) this.cache.clear()
       this.cache.set(hash, { id, expires: Date.now() + this.ttlMs })
       return id

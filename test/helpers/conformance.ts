@@ -79,8 +79,9 @@ class Conformance {
     const contentType = headers.get('content-type')?.split(';', 1)[0]?.trim()
 
     if (found === undefined) {
-      // No documented operation (docs assets, unknown routes, wrong methods): errors still follow the Error contract.
-      if (res.status >= 400 && res.method !== 'HEAD') this.checkError(where, res, contentType, '/components/schemas/Error')
+      // No documented operation (docs routes, unknown paths, other methods): the document's root
+      // extension x-unrouted-requests says what such a request can get.
+      this.checkUnrouted(where, res, path, contentType, headers)
       return
     }
     const responses = found.op.responses as Json
@@ -90,6 +91,27 @@ class Conformance {
     const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
     const pointer = `/paths/${escape(found.template)}/${method.toLowerCase()}/responses/${key}`
 
+    this.checkHeaders(where, headers, response, pointer)
+
+    const content = response.content as Json | undefined
+    if (content === undefined) {
+      if (res.body !== '' && res.method !== 'HEAD') fail(where, 'a body was sent where none is documented')
+      return
+    }
+    if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
+    if (res.method === 'HEAD') return
+    if (res.status >= 400) {
+      this.checkError(where, res, contentType, `${pointer}/content/${escape(contentType)}/schema`)
+      return
+    }
+    const v = this.validator(`${pointer}/content/${escape(contentType)}/schema`)
+    const body = parse(where, res.body)
+    if (!v(body)) fail(where, `body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
+  }
+
+  /** Every documented header present matches its schema, required ones are there, no other API header is sent. */
+  private checkHeaders (where: string, headers: Map<string, string | undefined>, response: Json, pointer: string): void {
+    const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
     const documented = new Map(Object.entries((response.headers ?? {}) as Record<string, Json>).map(([k, v]) => [k.toLowerCase(), { name: k, header: v }]))
     for (const [name, { name: docName, header }] of documented) {
       // A header is inline or a $ref to components/headers.
@@ -106,21 +128,29 @@ class Conformance {
     for (const name of headers.keys()) {
       if (!documented.has(name) && !isTransportHeader(name)) fail(where, `header ${name} is not documented for this response`)
     }
+  }
 
+  private checkUnrouted (where: string, res: SeenResponse, path: string, contentType: string | undefined, headers: Map<string, string | undefined>): void {
+    const unrouted = this.document['x-unrouted-requests'] as Json | undefined
+    if (unrouted === undefined) fail(where, 'the document has no x-unrouted-requests')
+    const docs = unrouted.documentation as Json
+    const docPath = (template: string): RegExp => new RegExp(`^${template.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '.+')}$`)
+    const isDocs = (res.method === 'GET' || res.method === 'HEAD') && (docs.paths as string[]).some(p => docPath(p).test(path))
+    const status = String(res.status)
+    const docsResponses = docs.responses as Json
+    const [response, pointer] = isDocs && status in docsResponses
+      ? [docsResponses[status] as Json, `/x-unrouted-requests/documentation/responses/${status}`]
+      : [(unrouted.responses as Json)[status] as Json | undefined, `/x-unrouted-requests/responses/${status}`]
+    if (response === undefined) fail(where, `status ${status} is not documented for a request no operation matches${isDocs ? ' (documentation route)' : ''}`)
+    this.checkHeaders(where, headers, response, pointer)
+    if (res.method === 'HEAD') return
     const content = response.content as Json | undefined
     if (content === undefined) {
-      if (res.body !== '' && res.method !== 'HEAD') fail(where, 'a body was sent where none is documented')
+      if (res.body !== '') fail(where, 'a body was sent where none is documented')
       return
     }
     if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
-    if (res.method === 'HEAD') return
-    if (res.status >= 400) {
-      this.checkError(where, res, contentType, `${pointer}/content/${escape(contentType)}/schema`)
-      return
-    }
-    const v = this.validator(`${pointer}/content/${escape(contentType)}/schema`)
-    const body = parse(where, res.body)
-    if (!v(body)) fail(where, `body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
+    if (res.status >= 400) this.checkError(where, res, contentType, '/components/schemas/Error')
   }
 
   private checkError (where: string, res: SeenResponse, contentType: string | undefined, schemaPointer: string): void {

@@ -1,0 +1,95 @@
+import { EDGE_CODES } from './responses.js'
+import { ERROR_CODES, type ErrorCode } from '../errors.js'
+
+type Json = Record<string, unknown>
+
+const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` })
+const errorContent = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
+
+/** Codes a request that matches no operation can get: the edge codes, and the router's and /v1's own. */
+const UNROUTED_CODES: ErrorCode[] = [...new Set<ErrorCode>([...EDGE_CODES, 'invalid_parameter', 'unauthorized', 'not_found', 'method_not_allowed', 'rate_limited'])]
+
+function errorResponse (status: number, codes: ErrorCode[]): Json {
+  const headers: Json = { 'X-Request-Id': header('X-Request-Id') }
+  if (status === 401) headers['WWW-Authenticate'] = header('WWW-Authenticate')
+  if (status === 429 || status === 503) headers['Retry-After'] = header('Retry-After')
+  // Under /v1 every answer after authentication counts against the key's limit and says so.
+  Object.assign(headers, { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimit-Policy') })
+  if (status === 405) {
+    headers.Allow = {
+      description: 'The methods the path has (RFC 9110 §10.2.1), comma-separated; HEAD wherever GET is.',
+      required: true,
+      schema: { type: 'string', pattern: '^[A-Z-]+(, [A-Z-]+)*$' },
+      example: 'GET, HEAD, POST'
+    }
+  }
+  return {
+    description: `\`code\` is one of:\n\n${codes.map(c => `- \`${c}\`: ${ERROR_CODES[c].description}`).join('\n')}`,
+    headers,
+    content: errorContent
+  }
+}
+
+/**
+ * Describes, at the document's root, what a request that matches no operation gets: a path not
+ * listed (404), a listed path with another method (405 with Allow), under /v1 authentication and
+ * rate limits first (401, 429), and the edge answers any request can get. OpenAPI has no place for
+ * these, so they sit in the extension `x-unrouted-requests`, in the shape of an operation's
+ * `responses`; the documentation routes (/docs, /openapi.json, /openapi.yaml) are described there too.
+ */
+export function describeUnroutedRequests (document: Json): Json {
+  const byStatus = new Map<number, ErrorCode[]>()
+  for (const code of UNROUTED_CODES) {
+    const status = ERROR_CODES[code].status
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
+  }
+  const responses: Json = {}
+  responses['204'] = {
+    description: 'A CORS preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), only when CORS_ORIGINS is set; no body.',
+    headers: { 'X-Request-Id': header('X-Request-Id') }
+  }
+  for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(status, codes)
+  const validator = { type: 'string', pattern: '^"[A-Za-z0-9_-]+"$' }
+  document['x-unrouted-requests'] = {
+    description: 'Answers to a request that matches no operation, for every method the HTTP parser accepts (CONNECT included): ' +
+      '404 `not_found` for a path not listed, 405 `method_not_allowed` with `Allow` for a listed path and another method, ' +
+      'decided before any body is read. Under `/v1` authentication and rate limits come first (401, 429). ' +
+      'A HEAD request gets the same status and headers, without a body.',
+    responses,
+    documentation: {
+      description: 'GET (and HEAD) on the documentation routes, which are not operations of the API: the document (`/openapi.json`, `/openapi.yaml`: ' +
+        'ETag, `Cache-Control: public, no-cache`, gzip or br per `Accept-Encoding`) and the docs page (`/docs` and its files under `/docs/static/`). ' +
+        'Another method there is 405; a missing file 404.',
+      paths: ['/openapi.json', '/openapi.yaml', '/docs', '/docs/', '/docs/json', '/docs/yaml', '/docs/static/{file}'],
+      responses: {
+        200: {
+          description: 'The document, the page, or one of its files.',
+          headers: {
+            'X-Request-Id': header('X-Request-Id'),
+            ETag: { description: 'Strong entity tag of this representation (the document only).', schema: validator },
+            'Content-Encoding': { description: 'gzip or br when `Accept-Encoding` allows it (the document only).', schema: { type: 'string', enum: ['gzip', 'br'] } },
+            'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
+            'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
+          },
+          content: {
+            'application/json': { schema: { type: 'object' } },
+            'application/yaml': { schema: { type: 'string' } },
+            'text/html': { schema: { type: 'string' } },
+            'text/css': { schema: { type: 'string' } },
+            'application/javascript': { schema: { type: 'string' } },
+            'image/png': { schema: { type: 'string' } }
+          }
+        },
+        302: {
+          description: 'To the docs page (`/docs`, `/docs/static/index.html`).',
+          headers: { 'X-Request-Id': header('X-Request-Id'), Location: { description: 'The page.', required: true, schema: { type: 'string' } } }
+        },
+        304: {
+          description: '`If-None-Match` names the current ETag; no body.',
+          headers: { 'X-Request-Id': header('X-Request-Id'), ETag: { description: 'The entity tag the client holds.', schema: validator } }
+        }
+      }
+    }
+  }
+  return document
+}
