@@ -53,7 +53,7 @@ class Conformance {
         if (!['get', 'put', 'post', 'delete', 'patch', 'options', 'head'].includes(method)) continue
         const servers: Array<{ url: string }> = op.servers ?? item.servers ?? document.servers
         const base = new URL(servers[0]!.url, 'http://server.invalid').pathname.replace(/\/$/, '')
-        const regex = (base + template).replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')
+        const regex = (base + template).replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]*')
         this.operations.push({ method: method.toUpperCase(), pattern: new RegExp(`^${regex}$`), template, op })
       }
     }
