@@ -28,7 +28,9 @@ describe('conditional reads', () => {
   it('If-Match that names no current tag → 412 precondition_failed; a current tag or * → 200', async (t) => {
     const ta = await listeningApp(t)
     const pet = await createPet(ta, { name: 'Rex', categoryId: 1 })
-    for (const path of [`/v1/pets/${pet.id}`, '/v1/pets?limit=5']) {
+    await createPet(ta, { name: 'Fido', categoryId: 1 })
+    // limit=1: a full page with a next Link, served from the read cache after the first read.
+    for (const path of [`/v1/pets/${pet.id}`, '/v1/pets?limit=5', '/v1/pets?limit=1']) {
       const first = await ta.app.inject({ url: path, headers: ta.auth })
       const etag = String(first.headers.etag)
       for (const im of ['"stale"', `W/${etag}`]) {
@@ -36,6 +38,7 @@ describe('conditional reads', () => {
         assert.equal(res.statusCode, 412, `${path} If-Match: ${im}`)
         assert.deepEqual(res.json(), { code: 'precondition_failed', message: 'If-Match names no current entity tag of this resource: it changed since it was read', status: 412 })
         assert.equal(res.headers.etag, undefined)
+        assert.doesNotMatch(String(res.headers.link), /rel="next"/)
         assert.equal(res.headers['cache-control'], 'no-store')
       }
       for (const im of [etag, `"other", ${etag}`, '*']) {

@@ -73,8 +73,10 @@ class Conformance {
     const path = URL.canParse(res.url, 'http://x') ? new URL(res.url, 'http://x').pathname : res.url.split('?', 1)[0]!
     const where = `${res.method} ${res.url} → ${res.status}`
     const method = res.method === 'HEAD' ? 'GET' : res.method
-    // A path that does not percent-decode addresses no operation: the router answers it before any route.
-    const found = decodes(path) ? this.operations.find(o => o.method === method && o.pattern.test(path)) : undefined
+    // A path that does not percent-decode is routed again with each % escaped (routeBadUrls in
+    // src/plugins/errors.ts): it gets the answer, and the headers, of the operation it then addresses.
+    const routed = decodes(path) ? path : path.replaceAll('%', '%25')
+    const found = this.operations.find(o => o.method === method && o.pattern.test(routed))
     const headers = new Map(Object.entries(res.headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v === undefined ? undefined : String(v)]))
     const contentType = headers.get('content-type')?.split(';', 1)[0]?.trim()
 
