@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ifNoneMatchHits } from './etag.js'
+import { headNoBody, ifNoneMatchHits } from './etag.js'
 
 type Coding = 'br' | 'gzip' | 'identity'
 
@@ -57,7 +57,7 @@ export function documentRoute (app: FastifyInstance, url: string, contentType: s
     const { body, etag } = representations[coding]
     reply.header('vary', 'Accept-Encoding').header('etag', etag).header('cache-control', 'public, no-cache')
     const inm = request.headers['if-none-match']
-    if (inm !== undefined && ifNoneMatchHits(inm, etag)) return reply.code(304).send()
+    if (inm !== undefined && ifNoneMatchHits(inm, etag)) return reply.code(304).send(headNoBody(request))
     if (coding !== 'identity') reply.header('content-encoding', coding)
     return reply.type(contentType).send(body)
   })

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 
@@ -17,6 +18,17 @@ export function ifNoneMatchHits (header: string, etag: string): boolean {
 export function ifMatchHolds (header: string, etag: string): boolean {
   if (header.trim() === '*') return true
   return tags(header).some(tag => tag === etag)
+}
+
+/**
+ * What a 304 sends so that it goes out with no body and no Content-Length (RFC 9110 §8.6): for a
+ * HEAD request an empty stream, because Fastify's own HEAD hook (which runs after every other
+ * onSend hook) fails on null with a 500 and gives '' or no payload `Content-Length: 0`; it drains
+ * the stream and sends nothing. Otherwise undefined: `reply.send()` then writes no Content-Length
+ * (an onSend hook returns null instead, as undefined there means "payload unchanged").
+ */
+export function headNoBody (request: FastifyRequest): Readable | undefined {
+  return request.method === 'HEAD' ? Readable.from([]) : undefined
 }
 
 /** A strong ETag: SHA-1 of the exact bytes sent, so equal bodies and only equal bodies share it. */
@@ -58,8 +70,7 @@ export async function strongEtag (request: FastifyRequest, reply: FastifyReply, 
   if (inm !== undefined && ifNoneMatchHits(inm, etag)) {
     reply.code(304)
     reply.removeHeader('content-type')
-    // null, not '': Fastify then writes no Content-Length for a 304.
-    return null
+    return headNoBody(request) ?? null
   }
   return payload
 }

@@ -16,10 +16,12 @@ const INFO_DESCRIPTION = [
     'without a valid key the answer is 401, before anything else is looked at.',
   '',
   'Every error is an `Error` object (`code`, `message`, `status`); branch on `code` (the catalogue is `x-error-codes` on the Error schema). ' +
-    'A path under `/v1` that is not listed here answers 404 `not_found`; a listed path with another method answers 405 `method_not_allowed` with `Allow`. ' +
+    'A path under `/v1` that is not listed here answers 404 `not_found`; a listed path with another method answers 405 `method_not_allowed` with `Allow`, ' +
+    'for every method and before any body is read (the root extension `x-unrouted-requests` lists what such a request can get). ' +
     'Every response carries `X-Request-Id`. ' +
     'A request the HTTP parser refuses never reaches an operation: it is answered with an Error object and the connection closed ' +
-    '(400 `bad_request` for a malformed request line, header or framing, or an HTTP/1.1 request without `Host`; 408 `request_timeout`; 431 `header_too_large`).',
+    '(400 `bad_request` for a malformed request line, header or framing, an HTTP/1.1 request without `Host`, or `Host`, `Authorization` or `Content-Type` sent twice; ' +
+    '408 `request_timeout`; 431 `header_too_large`). An `Expect` other than `100-continue` is 417 `expectation_failed`; `100 Continue` is sent only after authentication, routing and the size check.',
   '',
   'Integers marked int64 (`id`, `categoryId`) use the full 64-bit range: parse them without rounding (the typed client in packages/client gives them as BigInt).'
 ].join('\n')

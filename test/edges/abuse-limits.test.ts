@@ -51,4 +51,20 @@ describe('failed-attempt limit per address', () => {
     const other = await ta.app.inject({ url: '/v1/pets', headers: { ...guess(7), ...via('203.0.113.9', '192.0.2.50') }, remoteAddress: '127.0.0.1' })
     assert.equal(other.statusCode, 401)
   })
+
+  it('with TRUST_PROXY=loopback, a client that connects directly over loopback chooses its own address (README: bind where only the proxy reaches)', async (t) => {
+    const ta = await buildTestApp(t, { env: { RATE_LIMIT_ANON_MAX: '2', TRUST_PROXY: 'loopback' } })
+    // No proxy appends anything: the client's own X-Forwarded-For is believed, so rotating it dodges the limit.
+    const codes: number[] = []
+    for (let i = 0; i < 4; i++) {
+      codes.push((await ta.app.inject({ url: '/v1/pets', headers: { ...guess(i), 'x-forwarded-for': `198.51.100.${i}` }, remoteAddress: '127.0.0.1' })).statusCode)
+    }
+    assert.deepEqual(codes, [401, 401, 401, 401])
+    // The same client from an address not trusted: its header is ignored and the limit holds.
+    const direct: number[] = []
+    for (let i = 0; i < 4; i++) {
+      direct.push((await ta.app.inject({ url: '/v1/pets', headers: { ...guess(i), 'x-forwarded-for': `198.51.100.${i}` }, remoteAddress: '192.0.2.77' })).statusCode)
+    }
+    assert.deepEqual(direct, [401, 401, 429, 429])
+  })
 })

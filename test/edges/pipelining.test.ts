@@ -75,6 +75,7 @@ describe('answers of the HTTP parser carry what every response carries', () => {
     assert.equal(responses[0]!.headers['x-content-type-options'], 'nosniff')
     assert.match(responses[0]!.headers['x-request-id'] ?? '', /^[A-Za-z0-9._:-]{1,128}$/)
     assert.ok(responses[0]!.headers.date)
+    checkResponse({ method: 'POST', url: '/v1/pets', status: 408, headers: responses[0]!.headers, body: responses[0]!.body })
   })
 
   it('CONNECT is routed like any other method: 405 with Allow on a listed path, 401 under /v1 without a key, 404 elsewhere', async (t) => {
