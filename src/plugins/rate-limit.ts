@@ -1,12 +1,15 @@
-import fastifyRateLimit from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Metrics } from './metrics.js'
+import { MemoryWindows } from './rate-windows.js'
 
-type Limiter = ReturnType<FastifyInstance['createRateLimit']>
+/** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
+interface Verdict { remaining: number, ttl: number, exceeded: boolean }
+
+/** Counts one request against a limit: at once in memory; a Promise in Redis, undefined when Redis could not answer. */
+type Count = (request: FastifyRequest) => Verdict | Promise<Verdict | undefined>
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,8 +19,8 @@ declare module 'fastify' {
 }
 
 /**
- * Two limits, both fixed windows counted by @fastify/rate-limit (in Redis when REDIS_URL is set, so
- * every instance shares them; in process memory otherwise):
+ * Two limits, both fixed windows, counted in Redis by @fastify/rate-limit when REDIS_URL is set (so
+ * every instance shares them), in process memory otherwise (rate-windows.ts, synchronously):
  * - "key": requests per API key, checked right after authentication;
  * - "address": requests without a valid key per client address. It is counted only when
  *   authentication fails; once exceeded the address is refused with 429 before any key is even
@@ -28,51 +31,32 @@ export class RateLimits {
   private readonly blocked = new Map<string, number>()
   private lastRedisWarning = 0
 
+  private keyLimit: Count | undefined
+  private addressLimit: Count | undefined
+
   private constructor (
-    private readonly keyLimit: Limiter | undefined,
-    private readonly addressLimit: Limiter | undefined,
     private readonly keyPolicy: string,
     private readonly addressPolicy: string,
     private readonly metrics: Metrics,
     private readonly log: FastifyBaseLogger
   ) {}
 
-  /** Registers @fastify/rate-limit on `app` (root scope) and connects to Redis when configured. */
+  /** Sets up the counting: in memory, or in Redis through @fastify/rate-limit (connected here). */
   static async install (app: FastifyInstance, config: Readonly<Config>, metrics: Metrics): Promise<RateLimits> {
     const { max, anonMax, windowMs } = config.rateLimit
-    let redis: Redis | undefined
-    if (config.redisUrl !== undefined && (max > 0 || anonMax > 0)) {
-      // Loaded only here: a process without REDIS_URL does not pay for ioredis at start (~50 ms).
-      const { Redis: RedisClient } = await import('ioredis')
-      // No offline queue: while Redis is away, checks fail at once (and are let through) instead of piling up.
-      redis = new RedisClient(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500 })
-      redis.on('error', () => {}) // reported per failed check, below
-      try {
-        await redis.connect()
-      } catch (err) {
-        redis.disconnect()
-        throw new Error(`REDIS_URL: cannot connect to Redis (${(err as Error).message})`)
-      }
-      const client = redis
-      // disconnect, not quit: quit waits on a Redis that may be gone, and counters need no flush.
-      app.addHook('onClose', async () => { client.disconnect() })
-    }
-    await app.register(fastifyRateLimit, {
-      global: false,
-      timeWindow: windowMs,
-      nameSpace: 'petstore:ratelimit:',
-      cache: 10000,
-      ...(redis !== undefined ? { redis } : {})
-    })
     const windowS = Math.ceil(windowMs / 1000)
-    return new RateLimits(
-      max > 0 ? app.createRateLimit({ max, timeWindow: windowMs, keyGenerator: (req) => `key:${req.apiKeyId}` }) : undefined,
-      anonMax > 0 ? app.createRateLimit({ max: anonMax, timeWindow: windowMs, keyGenerator: (req) => `addr:${req.ip}` }) : undefined,
-      `"key";q=${max};w=${windowS}`,
-      `"address";q=${anonMax};w=${windowS}`,
-      metrics,
-      app.log
-    )
+    const keyOf = (req: FastifyRequest): string => `key:${req.apiKeyId}`
+    const addressOf = (req: FastifyRequest): string => `addr:${req.ip}`
+    const limits: RateLimits = new RateLimits(`"key";q=${max};w=${windowS}`, `"address";q=${anonMax};w=${windowS}`, metrics, app.log)
+    if (config.redisUrl !== undefined && (max > 0 || anonMax > 0)) {
+      const count = await redisCounting(app, config.redisUrl, windowMs, (err) => limits.redisFailed(err))
+      limits.keyLimit = max > 0 ? count(max, keyOf) : undefined
+      limits.addressLimit = anonMax > 0 ? count(anonMax, addressOf) : undefined
+    } else {
+      limits.keyLimit = max > 0 ? memoryCounting(max, windowMs, keyOf) : undefined
+      limits.addressLimit = anonMax > 0 ? memoryCounting(anonMax, windowMs, addressOf) : undefined
+    }
+    return limits
   }
 
   /**
@@ -97,43 +81,53 @@ export class RateLimits {
     throw this.refuse('address', left)
   }
 
-  /** After a failed authentication: counts it against the address; 429 once over the limit. */
-  async countFailure (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  /**
+   * After a failed authentication: counts it against the address; throws (or rejects with) the 429
+   * once over the limit. Synchronous unless counted in Redis.
+   */
+  countFailure (request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
     if (this.addressLimit === undefined) return
-    const r = await this.check(this.addressLimit, request)
-    if (r === undefined) return
+    const c = this.addressLimit(request)
+    if (c instanceof Promise) return c.then(v => { this.failureCounted(request, reply, v) })
+    this.failureCounted(request, reply, c)
+  }
+
+  /**
+   * After a successful authentication: counts the request against its API key; throws (or rejects
+   * with) the 429 once over the limit. Synchronous unless counted in Redis.
+   */
+  countKeyUse (request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
+    if (this.keyLimit === undefined) return
+    const c = this.keyLimit(request)
+    if (c instanceof Promise) return c.then(v => { this.keyUseCounted(reply, v) })
+    this.keyUseCounted(reply, c)
+  }
+
+  private failureCounted (request: FastifyRequest, reply: FastifyReply, v: Verdict | undefined): void {
+    if (v === undefined) return
     reply.header('ratelimit-policy', this.addressPolicy)
-    reply.header('ratelimit', `"address";r=${r.remaining};t=${r.ttlInSeconds}`)
-    if (r.isExceeded) {
+    reply.header('ratelimit', `"address";r=${v.remaining};t=${Math.ceil(v.ttl / 1000)}`)
+    if (v.exceeded) {
       if (this.blocked.size >= 10000) this.blocked.clear()
-      this.blocked.set(request.ip, Date.now() + r.ttl)
-      throw this.refuse('address', r.ttl)
+      this.blocked.set(request.ip, Date.now() + v.ttl)
+      throw this.refuse('address', v.ttl)
     }
   }
 
-  /** After a successful authentication: counts the request against its API key; 429 once over the limit. */
-  async countKeyUse (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    if (this.keyLimit === undefined) return
-    const r = await this.check(this.keyLimit, request)
-    if (r === undefined) return
+  private keyUseCounted (reply: FastifyReply, v: Verdict | undefined): void {
+    if (v === undefined) return
     reply.header('ratelimit-policy', this.keyPolicy)
-    reply.header('ratelimit', `"key";r=${r.remaining};t=${r.ttlInSeconds}`)
-    if (r.isExceeded) throw this.refuse('key', r.ttl)
+    reply.header('ratelimit', `"key";r=${v.remaining};t=${Math.ceil(v.ttl / 1000)}`)
+    if (v.exceeded) throw this.refuse('key', v.ttl)
   }
 
-  private async check (limiter: Limiter, request: FastifyRequest): Promise<{ remaining: number, ttl: number, ttlInSeconds: number, isExceeded: boolean } | undefined> {
-    try {
-      const r = await limiter(request)
-      return r.isAllowed ? undefined : r
-    } catch (err) {
-      // Redis unreachable: let the request through (availability over strictness) and say so.
-      this.metrics.storeErrors.inc({ store: 'redis' })
-      const now = Date.now()
-      if (now - this.lastRedisWarning > 10000) {
-        this.lastRedisWarning = now
-        this.log.warn({ err }, 'rate-limit store unavailable; requests are not being limited')
-      }
-      return undefined
+  /** Redis unreachable for a count: the request is let through (availability over strictness), and that is said. */
+  redisFailed (err: unknown): void {
+    this.metrics.storeErrors.inc({ store: 'redis' })
+    const now = Date.now()
+    if (now - this.lastRedisWarning > 10000) {
+      this.lastRedisWarning = now
+      this.log.warn({ err }, 'rate-limit store unavailable; requests are not being limited')
     }
   }
 
@@ -147,11 +141,53 @@ export class RateLimits {
   }
 }
 
+/** Counting in process memory (rate-windows.ts): synchronous, one Map lookup per request. */
+function memoryCounting (max: number, windowMs: number, id: (req: FastifyRequest) => string): Count {
+  const windows = new MemoryWindows(windowMs)
+  return (req) => {
+    const w = windows.hit(id(req))
+    return { remaining: Math.max(0, max - w.current), ttl: w.ttl, exceeded: w.current > max }
+  }
+}
+
 /**
- * The rate-limit plugin: registers @fastify/rate-limit, connects to Redis when REDIS_URL is set
- * (disconnected when the app closes; unreachable at start: the start fails naming REDIS_URL), and
- * decorates the app with `rateLimits`. It decides nothing by itself: the authentication policy
- * (auth.ts) says when each limit is checked and counted.
+ * Counting in Redis, shared by every instance, by @fastify/rate-limit (its Redis store, one script
+ * per check). Connects first: an unreachable Redis at start is a start failure naming REDIS_URL.
+ */
+async function redisCounting (app: FastifyInstance, url: string, windowMs: number, failed: (err: unknown) => void): Promise<(max: number, id: (req: FastifyRequest) => string) => Count> {
+  // Loaded only here: a process without REDIS_URL does not pay for ioredis and the library at start.
+  const [{ Redis }, { default: fastifyRateLimit }] = await Promise.all([import('ioredis'), import('@fastify/rate-limit')])
+  // No offline queue: while Redis is away, checks fail at once (and are let through) instead of piling up.
+  const redis = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500 })
+  redis.on('error', () => {}) // reported per failed check
+  try {
+    await redis.connect()
+  } catch (err) {
+    redis.disconnect()
+    throw new Error(`REDIS_URL: cannot connect to Redis (${(err as Error).message})`)
+  }
+  // disconnect, not quit: quit waits on a Redis that may be gone, and counters need no flush.
+  app.addHook('onClose', async () => { redis.disconnect() })
+  await app.register(fastifyRateLimit, { global: false, timeWindow: windowMs, nameSpace: 'petstore:ratelimit:', redis })
+  return (max, id) => {
+    const limiter = app.createRateLimit({ max, timeWindow: windowMs, keyGenerator: id })
+    return async (req) => {
+      try {
+        const r = await limiter(req)
+        return r.isAllowed ? undefined : { remaining: r.remaining, ttl: r.ttl, exceeded: r.isExceeded }
+      } catch (err) {
+        failed(err)
+        return undefined
+      }
+    }
+  }
+}
+
+/**
+ * The rate-limit plugin: connects to Redis when REDIS_URL is set (disconnected when the app closes;
+ * unreachable at start: the start fails naming REDIS_URL), and decorates the app with `rateLimits`.
+ * It decides nothing by itself: the authentication policy (auth.ts) says when each limit is checked
+ * and counted.
  */
 async function rateLimitPlugin (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
   app.decorate('rateLimits', await RateLimits.install(app, opts.config, app.metrics))

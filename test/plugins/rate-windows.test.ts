@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { MemoryWindows } from '../../src/plugins/rate-windows.js'
+
+describe('MemoryWindows (in-memory fixed windows)', () => {
+  it('counts a key within its window, which starts with its first request, then starts a new one', () => {
+    const w = new MemoryWindows(1000)
+    assert.deepEqual(w.hit('a', 5000), { current: 1, ttl: 1000 })
+    assert.deepEqual(w.hit('a', 5400), { current: 2, ttl: 600 })
+    assert.deepEqual(w.hit('b', 5400), { current: 1, ttl: 1000 }, 'each key has its own window')
+    assert.deepEqual(w.hit('a', 5999), { current: 3, ttl: 1 })
+    assert.deepEqual(w.hit('a', 6000), { current: 1, ttl: 1000 }, 'the window ended: a new one starts')
+  })
+
+  it('holds at most maxKeys windows: ended ones go first, then the key counted first', () => {
+    const w = new MemoryWindows(1000, 3)
+    w.hit('old', 0)
+    w.hit('x', 500)
+    w.hit('y', 600)
+    w.hit('z', 1200) // 'old' ended at 1000: dropped
+    assert.equal(w.size, 3)
+    assert.equal(w.hit('x', 1300).current, 2, 'live windows kept their counts')
+    w.hit('w', 1300) // none ended: the first counted ('x') goes
+    assert.equal(w.size, 3)
+    assert.equal(w.hit('x', 1310).current, 1, 'an evicted key starts afresh')
+  })
+})
