@@ -1,9 +1,58 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Store } from '../store/store.js'
 
-interface RouteSeries { requests: Counter.Internal, duration: Histogram.Internal<string> }
 type ReadCacheKind = 'pet' | 'page'
+type RouteLabel = 'method' | 'route' | 'status'
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** A count kept as a plain number on the hot path; prom-client reads it when scraped. */
+export class Tally {
+  n = 0
+  inc (): void { this.n++ }
+}
+
+/** One method + route + status: its request count, latency sum and latency bucket counts (not cumulative). */
+interface RouteSeries { labels: Record<RouteLabel, string>, count: number, sum: number, buckets: number[] }
+
+const DURATION = {
+  name: 'petstore_http_request_duration_seconds',
+  help: 'Time from receiving a request to finishing its response, by method, route template and status.'
+}
+
+// sharedLabels: prom-client's JSON path (get()) merges them into labels and needs the field.
+interface SeriesValue { metricName: string, labels: Record<string, string | number>, sharedLabels: Record<string, never>, value: number, exemplar: null | undefined }
+const NO_LABELS: Record<string, never> = Object.freeze({})
+
+/**
+ * The request-duration histogram, observed as plain numbers (a bucket index and three additions
+ * per request, Metrics.observe) and turned into prom-client's values only when scraped.
+ * prom-client's own observe() validates and hashes the labels on every call, even through a
+ * labelled child, which cost more than the rest of the metrics together on a cached read
+ * (docs/performance.md). prom-client still owns registration, names and the text format: the
+ * registry reads every metric through getForPromString() (get(), for JSON, goes through it too).
+ */
+class RouteDurations extends Histogram<RouteLabel> {
+  constructor (registers: Registry[], private readonly series: Map<string, RouteSeries>) {
+    super({ ...DURATION, labelNames: ['method', 'route', 'status'], buckets: DURATION_BUCKETS, registers })
+  }
+
+  async getForPromString (): Promise<{ name: string, help: string, type: 'histogram', aggregator: 'sum', values: SeriesValue[] }> {
+    const values: SeriesValue[] = []
+    const bucket = `${DURATION.name}_bucket`
+    for (const s of this.series.values()) {
+      let acc = 0
+      for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+        acc += s.buckets[i]!
+        values.push({ metricName: bucket, labels: { le: DURATION_BUCKETS[i]!, ...s.labels }, sharedLabels: NO_LABELS, value: acc, exemplar: null })
+      }
+      values.push({ metricName: bucket, labels: { le: '+Inf', ...s.labels }, sharedLabels: NO_LABELS, value: s.count, exemplar: null })
+      values.push({ metricName: `${DURATION.name}_sum`, labels: { ...s.labels }, sharedLabels: NO_LABELS, value: s.sum, exemplar: undefined })
+      values.push({ metricName: `${DURATION.name}_count`, labels: { ...s.labels }, sharedLabels: NO_LABELS, value: s.count, exemplar: undefined })
+    }
+    return { ...DURATION, type: 'histogram', aggregator: 'sum', values }
+  }
+}
 
 /**
  * The Prometheus metrics of one app. A registry per app (not prom-client's global one), so several
@@ -11,38 +60,69 @@ type ReadCacheKind = 'pet' | 'page'
  */
 export class Metrics {
   readonly registry = new Registry()
-  private readonly requests: Counter<string>
-  private readonly duration: Histogram<string>
   readonly rateLimited: Counter<'scope'>
   readonly overloaded: Counter<string>
   readonly storeErrors: Counter<'store'>
-  readonly getPetCalls: Counter<'key_id'>
-  /** Read cache lookups (services/pet-reads.ts), children bound once so a lookup costs one increment. */
-  readonly readCache: Record<ReadCacheKind, { hits: Counter.Internal, misses: Counter.Internal }>
+  /** Read cache lookups (services/pet-reads.ts): a lookup costs one increment. */
+  readonly readCache: Record<ReadCacheKind, { hits: Tally, misses: Tally }> = {
+    pet: { hits: new Tally(), misses: new Tally() },
+    page: { hits: new Tally(), misses: new Tally() }
+  }
+
   private readCacheSize: () => { entries: number, bytes: number } = () => ({ entries: 0, bytes: 0 })
-  // Children by "method route status": one map lookup per request instead of prom-client's label hashing.
+  // Requests by "method route status", and getPet calls by key id: plain numbers, read when scraped.
   private readonly series = new Map<string, RouteSeries>()
+  private readonly getPetCalls = new Map<number, Tally>()
 
   constructor (store: Pick<Store, 'poolStats'>, opts: { processMetrics?: boolean } = {}) {
     const registers = [this.registry]
-    this.requests = new Counter({ name: 'petstore_http_requests_total', help: 'HTTP requests answered, by method, route template and status.', labelNames: ['method', 'route', 'status'], registers })
-    this.duration = new Histogram({
-      name: 'petstore_http_request_duration_seconds',
-      help: 'Time from receiving a request to finishing its response, by method, route template and status.',
+    const series = this.series
+    // eslint-disable-next-line no-new
+    new Counter({
+      name: 'petstore_http_requests_total',
+      help: 'HTTP requests answered, by method, route template and status.',
       labelNames: ['method', 'route', 'status'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers
+      registers,
+      collect () {
+        this.reset()
+        for (const s of series.values()) this.inc(s.labels, s.count)
+      }
     })
+    // eslint-disable-next-line no-new
+    new RouteDurations(registers, series)
     this.rateLimited = new Counter({ name: 'petstore_rate_limited_total', help: 'Requests refused with 429, by limit: key (per API key) or address (failed authentication per client address).', labelNames: ['scope'], registers })
     this.overloaded = new Counter({ name: 'petstore_overload_rejections_total', help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.', registers })
     this.storeErrors = new Counter({ name: 'petstore_store_errors_total', help: 'Failures to reach a backing store: the database (sqlite/postgres) or the rate-limit Redis.', labelNames: ['store'], registers })
-    this.getPetCalls = new Counter({ name: 'petstore_deprecated_getpet_calls_total', help: 'Calls to the deprecated getPet (GET /v1/pets/{petId}) by API key id: who must migrate before the sunset.', labelNames: ['key_id'], registers })
-    const hits = new Counter({ name: 'petstore_read_cache_hits_total', help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.', labelNames: ['kind'], registers })
-    const misses = new Counter({ name: 'petstore_read_cache_misses_total', help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.', labelNames: ['kind'], registers })
-    this.readCache = {
-      pet: { hits: hits.labels('pet'), misses: misses.labels('pet') },
-      page: { hits: hits.labels('page'), misses: misses.labels('page') }
-    }
+    const getPetCalls = this.getPetCalls
+    // eslint-disable-next-line no-new
+    new Counter({
+      name: 'petstore_deprecated_getpet_calls_total',
+      help: 'Calls to the deprecated getPet (GET /v1/pets/{petId}) by API key id: who must migrate before the sunset.',
+      labelNames: ['key_id'],
+      registers,
+      collect () {
+        this.reset()
+        for (const [id, t] of getPetCalls) this.inc({ key_id: String(id) }, t.n)
+      }
+    })
+    const readCache = this.readCache
+    const kinds = Object.keys(readCache) as ReadCacheKind[]
+    // eslint-disable-next-line no-new
+    new Counter({
+      name: 'petstore_read_cache_hits_total',
+      help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.',
+      labelNames: ['kind'],
+      registers,
+      collect () { this.reset(); for (const kind of kinds) this.inc({ kind }, readCache[kind].hits.n) }
+    })
+    // eslint-disable-next-line no-new
+    new Counter({
+      name: 'petstore_read_cache_misses_total',
+      help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.',
+      labelNames: ['kind'],
+      registers,
+      collect () { this.reset(); for (const kind of kinds) this.inc({ kind }, readCache[kind].misses.n) }
+    })
     const size = () => this.readCacheSize()
     // eslint-disable-next-line no-new
     new Gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', registers, collect () { this.set(size().entries) } })
@@ -72,19 +152,34 @@ export class Metrics {
     this.readCacheSize = size
   }
 
-  /** Counts a finished request (onResponse). */
-  observe (request: FastifyRequest, reply: FastifyReply): void {
-    const route = request.routeOptions.url ?? 'unmatched'
-    const status = reply.statusCode
-    const id = `${request.method} ${route} ${status}`
+  /** Counts a call of the deprecated getPet by the key that made it. */
+  countGetPetCall (keyId: number): void {
+    let t = this.getPetCalls.get(keyId)
+    if (t === undefined) {
+      t = new Tally()
+      this.getPetCalls.set(keyId, t)
+    }
+    t.n++
+  }
+
+  /** Counts a finished request (onResponse): its route template (undefined: none matched), status and latency. */
+  observe (method: string, route: string | undefined, status: number, ms: number): void {
+    const id = `${method} ${route} ${status}`
     let s = this.series.get(id)
     if (s === undefined) {
-      const labels = { method: request.method, route, status: String(status) }
-      s = { requests: this.requests.labels(labels), duration: this.duration.labels(labels) }
+      s = { labels: { method, route: route ?? 'unmatched', status: String(status) }, count: 0, sum: 0, buckets: DURATION_BUCKETS.map(() => 0) }
       this.series.set(id, s)
     }
-    s.requests.inc()
-    s.duration.observe(reply.elapsedTime / 1000)
+    const seconds = ms / 1000
+    s.count++
+    s.sum += seconds
+    // Not cumulative here (one increment); made cumulative when scraped. Past the last bound: +Inf only.
+    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+      if (seconds <= DURATION_BUCKETS[i]!) {
+        s.buckets[i]!++
+        break
+      }
+    }
   }
 }
 

@@ -19,14 +19,17 @@ async function observability (app: FastifyInstance, opts: { metrics: Metrics }):
   const { metrics } = opts
   app.decorate('metrics', metrics)
   app.addHook('onResponse', (request, reply, done) => {
-    metrics.observe(request, reply)
+    // Read once: request.routeOptions builds a new object on every read.
+    const route = request.routeOptions.url
+    const ms = reply.elapsedTime
+    metrics.observe(request.method, route, reply.statusCode, ms)
     request.log.info({
       keyId: request.apiKeyId === 0 ? undefined : request.apiKeyId,
       method: request.method,
-      route: request.routeOptions.url,
+      route,
       url: redactUrl(request.originalUrl),
       status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100
+      ms: Math.round(ms * 100) / 100
     }, 'request completed')
     done()
   })

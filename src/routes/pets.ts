@@ -174,7 +174,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     }, strongEtag],
     onRequest: async (request) => {
       // After authentication (scope hook): who still calls the deprecated operation, 410s included.
-      metrics.getPetCalls.inc({ key_id: String(request.apiKeyId) })
+      metrics.countGetPetCall(request.apiKeyId)
       if (opts.now() >= opts.getPetSunsetAt.getTime()) {
         throw new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`)
       }

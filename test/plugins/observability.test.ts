@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import Database from 'better-sqlite3'
 import { describe, it } from 'node:test'
+import { Histogram, Registry } from 'prom-client'
 import { buildMetricsApp, Metrics } from '../../src/plugins/metrics.js'
 import { buildTestApp } from '../helpers/app.js'
 
@@ -88,6 +89,35 @@ describe('GET /metrics', () => {
     assert.match(body, /# TYPE petstore_rate_limited_total counter/)
     // Not on the API port.
     assert.equal((await ta.app.inject({ url: '/metrics' })).statusCode, 404)
+  })
+})
+
+describe('request metrics counted as plain numbers', () => {
+  it('expose the same histogram text and JSON as prom-client observing the same requests itself', async () => {
+    const metrics = new Metrics({})
+    const reference = new Registry()
+    const h = new Histogram({
+      name: 'petstore_http_request_duration_seconds',
+      help: 'Time from receiving a request to finishing its response, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [reference]
+    })
+    const seen: Array<[string, string | undefined, number, number]> = [
+      ['GET', '/v1/pets', 200, 0.3], ['GET', '/v1/pets', 200, 0.5], ['GET', '/v1/pets', 200, 7], ['GET', '/v1/pets', 200, 30000],
+      ['GET', '/v1/pets/:petId', 404, 1.2], ['POST', undefined, 405, 0.01]
+    ]
+    for (const [method, route, status, ms] of seen) {
+      metrics.observe(method, route, status, ms)
+      h.observe({ method, route: route ?? 'unmatched', status: String(status) }, ms / 1000)
+    }
+    const name = 'petstore_http_request_duration_seconds'
+    assert.equal(await metrics.registry.getSingleMetricAsString(name), await reference.getSingleMetricAsString(name))
+    const json = async (r: Registry) => (await r.getMetricsAsJSON()).find(m => m.name === name)
+    assert.deepEqual(await json(metrics.registry), await json(reference))
+    const count = await metrics.registry.getSingleMetricAsString('petstore_http_requests_total')
+    assert.match(count, /petstore_http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 4/)
+    assert.match(count, /petstore_http_requests_total\{method="POST",route="unmatched",status="405"\} 1/)
   })
 })
 
