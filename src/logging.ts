@@ -1,17 +1,42 @@
 import type { FastifyServerOptions } from 'fastify'
+import pino from 'pino'
 import PinoPretty from 'pino-pretty'
 import type { Config } from './config.js'
+
+export interface Log {
+  /** The logger options for buildApp. */
+  options: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>
+  /** Writes out every line still buffered and waits until it is written; nothing may log afterwards. */
+  end: () => Promise<void>
+}
 
 /**
  * The logger choice, made by the entry (not the app): pretty, coloured lines (pino-pretty, in
  * process and synchronous, so nothing is lost at exit) when stdout is a terminal, pino's JSON lines
  * when it is piped (journald, Kubernetes, a file) or LOG_FORMAT=json. NO_COLOR keeps them plain.
+ * JSON lines go through pino's asynchronous destination: written from libuv's thread pool, batched
+ * while a write is under way, so a slow reader of stdout (a full pipe) never stalls the event loop.
+ * The entry ends it (end()) before every exit, so no line is lost at SIGTERM.
  */
-export function loggerOptions (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, stdoutIsTTY = process.stdout.isTTY === true): NonNullable<Exclude<FastifyServerOptions['logger'], boolean>> {
+export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, stdoutIsTTY = process.stdout.isTTY === true): Log {
   const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && stdoutIsTTY)
-  if (!pretty) return { level: config.logLevel }
+  if (pretty) {
+    return {
+      options: {
+        level: config.logLevel,
+        stream: PinoPretty({ colorize: config.color, sync: true, destination: 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+      },
+      end: async () => {}
+    }
+  }
+  const stream = pino.destination({ dest: 1, sync: false })
   return {
-    level: config.logLevel,
-    stream: PinoPretty({ colorize: config.color, sync: true, destination: 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    options: { level: config.logLevel, stream },
+    end: async () => {
+      await new Promise<void>((resolve) => {
+        stream.once('close', () => resolve())
+        stream.end()
+      })
+    }
   }
 }

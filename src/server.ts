@@ -8,7 +8,7 @@ import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
 import { describeFailure, describeListenFailure } from './describe-failure.js'
 import { handOutFirstKey } from './first-key.js'
-import { loggerOptions } from './logging.js'
+import { openLog } from './logging.js'
 import { buildMetricsApp, Metrics } from './plugins/metrics.js'
 import { openStore, type Store } from './store/index.js'
 import { describeLocation } from './store/location.js'
@@ -36,12 +36,14 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
   }
 
   const metrics = new Metrics(store, { processMetrics: true })
+  const log = openLog(config)
   let app: FastifyInstance
   try {
-    app = await buildApp({ config, store, metrics, logger: loggerOptions(config) })
+    app = await buildApp({ config, store, metrics, logger: log.options })
     app.log.info(`store: ${describeLocation(config.database)}`)
   } catch (err) {
     await store.close().catch(() => {})
+    await log.end()
     return cannotStart(err, config)
   }
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
@@ -53,6 +55,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     // Stops listening, closes idle keep-alive sockets, waits for in-flight requests, then closes the store.
     await app.close()
     app.log.info('shut down cleanly')
+    await log.end()
   })
 
   let url: string
@@ -60,6 +63,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     url = await app.listen({ host: config.host, port: config.port })
   } catch (err) {
     await app.close().catch(() => {})
+    await log.end()
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
   try {
@@ -67,6 +71,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile }, app.log)
   } catch (err) {
     await app.close().catch(() => {})
+    await log.end()
     return cannotStart(err, config)
   }
   if (metricsApp !== undefined && config.metrics !== undefined) {
@@ -77,6 +82,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     } catch (err) {
       await metricsApp.close().catch(() => {})
       await app.close().catch(() => {})
+      await log.end()
       return cannotStart(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' }))
     }
   }

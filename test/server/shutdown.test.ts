@@ -139,6 +139,14 @@ describe('graceful shutdown of the compiled server', () => {
     assert.match(slowAnswer, /[Cc]onnection: close/)
     const slowId = /"id":(\d+)/.exec(slowAnswer)![1]!
     assert.ok(logs.some(l => l.msg === 'shut down cleanly'))
+    // No log line is lost at exit (they are written asynchronously, and flushed on the way out): one
+    // access line for every answer a client received (the health check, the in-flight create, the
+    // load), and the last line is the last thing the process said.
+    const answered = 2 + [...outcomes].filter(([k]) => /^\d+$/.test(k)).reduce((n, [, v]) => n + v, 0)
+    await new Promise(resolve => setImmediate(resolve)) // lines already read from the pipe are parsed
+    const accessLines = logs.filter(l => l.msg === 'request completed').length
+    assert.ok(accessLines >= answered, `${accessLines} access lines for ${answered} answers`)
+    assert.equal(logs.at(-1)?.msg, 'shut down cleanly')
 
     // Every acknowledged pet is in the database after the process is gone.
     const store = await openStore(loadConfig({ DATABASE_URL: dbUrl }, dir))
