@@ -167,17 +167,21 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       }
     },
     // Runs for every response of this operation, errors (401 included) too.
-    onSend: [async (_request, reply) => {
+    // Both hooks callback-style: an async hook costs a promise per request.
+    onSend: [(_request, reply, payload, done) => {
       reply.header('deprecation', deprecation)
       reply.header('sunset', sunset)
       reply.header('link', '</v1/pets>; rel="successor-version"')
+      done(null, payload)
     }, strongEtag],
-    onRequest: async (request) => {
+    onRequest: (request, _reply, done) => {
       // After authentication (scope hook): who still calls the deprecated operation, 410s included.
       metrics.countGetPetCall(request.apiKeyId)
       if (opts.now() >= opts.getPetSunsetAt.getTime()) {
-        throw new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`)
+        done(new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`))
+        return
       }
+      done()
     }
   }, async (request, reply) => {
     const { petId } = request.params
