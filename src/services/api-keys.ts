@@ -80,18 +80,19 @@ export class ApiKeyVerifier {
    * the auth hook costs no promise; a Promise only when the store must be asked.
    */
   check (key: string): number | undefined | Promise<number | undefined> {
-    if (!API_KEY_PATTERN.test(key)) return undefined
-    const hash = hashApiKey(key)
     const now = Date.now()
-    const hit = this.cache.get(hash)
+    // Keyed by the key as sent, so a hit costs one Map lookup and no hashing; the key is only held
+    // in this process's memory (the store keeps hashes), and an entry is trusted for at most ttlMs.
+    const hit = this.cache.get(key)
     if (hit !== undefined && hit.expires > now) {
       if (hit.id !== undefined) this.usedAt.set(hit.id, now)
       return hit.id
     }
-    let lookup = this.inFlight.get(hash)
+    if (!API_KEY_PATTERN.test(key)) return undefined
+    let lookup = this.inFlight.get(key)
     if (lookup === undefined) {
-      lookup = this.lookup(hash)
-      this.inFlight.set(hash, lookup)
+      lookup = this.lookup(key)
+      this.inFlight.set(key, lookup)
     }
     return lookup.then(id => {
       if (id !== undefined) this.usedAt.set(id, now)
@@ -99,16 +100,17 @@ export class ApiKeyVerifier {
     })
   }
 
-  private async lookup (hash: string): Promise<number | undefined> {
+  private async lookup (key: string): Promise<number | undefined> {
     try {
+      const hash = hashApiKey(key)
       const found = await this.store.findApiKeyByHash(hash)
       const id = found === undefined || found.revoked ? undefined : found.id
       this.rememberValid(hash, id !== undefined)
       if (this.cache.size >= this.maxEntries) this.cache.clear()
-      this.cache.set(hash, { id, expires: Date.now() + this.ttlMs })
+      this.cache.set(key, { id, expires: Date.now() + this.ttlMs })
       return id
     } finally {
-      this.inFlight.delete(hash)
+      this.inFlight.delete(key)
     }
   }
 
