@@ -3,28 +3,19 @@
 // See docs/performance.md for what each scenario means and how to read the table.
 // `npm run bench -- --only=pg` (or BENCH_ONLY=pg) runs scenario 8 (PostgreSQL) alone; `--only=cold`
 // runs scenario 7 (cold start on a 1M-pet store, next to a bare node:http process) alone.
-import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, closeSync } from 'node:fs'
-import { request } from 'node:http'
-import { createServer } from 'node:net'
-import { cpus, loadavg, tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
+import { join } from 'node:path'
 import autocannon from 'autocannon'
+import { startCluster } from '../scripts/pg-cluster.mjs'
+import { cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, log, percentile, requireBuild, ROOT, scratch, startService as startProcess, stop, waitReady } from './lib.mjs'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
-const DIST = join(ROOT, 'dist')
-if (!existsSync(join(DIST, 'server.js'))) {
-  process.stderr.write('bench: dist/ is missing; run `npm run build` first (the bench measures the production build)\n')
-  process.exit(2)
-}
+requireBuild()
 const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
 const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
 const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
 const { CursorCodec } = await import(join(DIST, 'services/cursor.js'))
-const { migratePostgres } = await import(join(DIST, 'store/postgres/migrations.js'))
-const { startCluster, findPgBin } = await import(join(ROOT, 'scripts/pg-cluster.mjs'))
-const { default: pg } = await import('pg')
 
 const ONLY = (process.argv.find(a => a.startsWith('--only='))?.slice(7) ?? process.env.BENCH_ONLY ?? 'all')
 if (!['all', 'pg', 'cold'].includes(ONLY)) {
@@ -50,49 +41,11 @@ const POST_HEADERS = { ...AUTH, 'content-type': 'application/json' }
 const coreCount = cpus().length
 const canPin = coreCount >= 2 && spawnSync('taskset', ['-V']).status === 0
 if (canPin) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
+/** @type {(cmd: string, args: string[]) => [string, string[]]} */
 const pinned = (cmd, args) => canPin ? ['taskset', ['-c', '0', cmd, ...args]] : [cmd, args]
 
-const tmp = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
-const children = new Set()
-let cluster
-function cleanup () {
-  for (const c of children) c.kill('SIGKILL')
-  rmSync(tmp, { recursive: true, force: true })
-  // On a failure or a signal (the normal path destroys it before exiting): 'exit' allows no awaiting,
-  // so the throwaway PostgreSQL cluster is stopped synchronously and its files removed.
-  if (cluster !== undefined) {
-    const pgCtl = [join(findPgBin(), 'pg_ctl'), 'stop', '-D', cluster.dir, '-m', 'immediate', '-w']
-    const asRoot = typeof process.getuid === 'function' && process.getuid() === 0
-    spawnSync(asRoot ? 'runuser' : pgCtl[0], asRoot ? ['-u', 'postgres', '--', ...pgCtl] : pgCtl.slice(1), { stdio: 'ignore' })
-    rmSync(dirname(cluster.dir), { recursive: true, force: true })
-  }
-}
-process.on('exit', cleanup)
-process.on('SIGINT', () => process.exit(130))
-process.on('SIGTERM', () => process.exit(143))
-
-const log = (msg) => process.stderr.write(`${msg}\n`)
-const sleep = (ms) => new Promise(resolve => setTimeout(resolve, ms))
-
-async function freePort () {
-  return await new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => { const { port } = /** @type {import('node:net').AddressInfo} */ (s.address()); s.close(() => resolve(port)) })
-  })
-}
-
-function httpCall (port, method, path, headers = {}, body) {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
-      const chunks = []
-      res.on('data', c => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }))
-    })
-    req.on('error', reject)
-    req.end(body)
-  })
-}
+const session = scratch('petstore-bench-', { wrap: pinned })
+const tmp = session.tmp
 
 // ---------------------------------------------------------------------------------------------
 // Stores: created and preloaded straight into the SQLite file (bulk insert, one transaction) before
@@ -119,55 +72,14 @@ function cursorFor (dbPath, afterId, status) {
 
 // ---------------------------------------------------------------------------------------------
 // Processes.
-async function waitReady (port, path, deadlineMs) {
-  const end = Date.now() + deadlineMs
-  for (;;) {
-    try {
-      const r = await httpCall(port, 'GET', path)
-      if (r.status === 200) return
-    } catch {}
-    if (Date.now() > end) throw new Error(`no 200 from ${path} on port ${port} within ${deadlineMs} ms`)
-    await sleep(2)
-  }
-}
-
-function spawnTracked (cmd, args, opts) {
-  const [c, a] = pinned(cmd, args)
-  const child = spawn(c, a, opts)
-  children.add(child)
-  child.on('exit', () => children.delete(child))
-  return child
-}
-
-async function stop (child) {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise(resolve => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  await Promise.race([exited, sleep(15000)])
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-}
-
 /**
  * The production service as `npm start` runs it (info-level JSON logs, here to a file). With
  * `metrics`, its Prometheus listener is on too (METRICS_PORT), for the read-cache counters.
  */
 async function startService (name, dbPath, env = {}, { metrics = false } = {}) {
   const metricsPort = metrics ? await freePort() : undefined
-  env = { DATABASE_URL: `sqlite:${dbPath}`, ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) }), ...env }
-  const port = await freePort()
-  const logFd = openSync(join(tmp, `${name}.log`), 'a')
-  const started = process.hrtime.bigint()
-  const child = spawnTracked(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), join(DIST, 'server.js')], {
-    cwd: ROOT,
-    stdio: ['ignore', logFd, logFd],
-    // One API key drives all the load: its rate limit is raised out of reach (not turned off), so the
-    // limiter still does its per-request work but never answers 429.
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000000000', ...env }
-  })
-  closeSync(logFd)
-  await waitReady(port, '/readyz', 30000)
-  const readyMs = Number(process.hrtime.bigint() - started) / 1e6
-  return { name, child, port, metricsPort, readyMs, kind: 'service' }
+  const svc = await startProcess(session, name, { DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) }), ...env })
+  return { ...svc, metricsPort }
 }
 
 /**
@@ -194,7 +106,7 @@ async function startBaseline (responses) {
   const port = await freePort()
   const file = join(tmp, `baseline-${port}.json`)
   writeFileSync(file, JSON.stringify(responses))
-  const child = spawnTracked(process.execPath, [join(ROOT, 'bench/baseline.mjs'), String(port), file], { stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = session.spawn(process.execPath, [join(ROOT, 'bench/baseline.mjs'), String(port), file], { stdio: ['ignore', 'ignore', 'inherit'] })
   await waitReady(port, responses[0].url, 10000)
   return { name: 'baseline', child, port, kind: 'baseline' }
 }
@@ -209,13 +121,6 @@ async function capture (service, method, url, headers, body) {
   return { method, url, status: r.status, headers: keep, body: r.body.toString('base64') }
 }
 
-function cpuTicks (pid) {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-    return Number(f[11]) + Number(f[12]) // utime + stime, all threads, in clock ticks (100/s)
-  } catch { return NaN }
-}
-
 function peakRssMb (pid) {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return m === null ? NaN : Number(m[1]) / 1024
@@ -223,11 +128,6 @@ function peakRssMb (pid) {
 
 // ---------------------------------------------------------------------------------------------
 // Load.
-function percentile (sorted, p) {
-  if (sorted.length === 0) return NaN
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p / 100 * sorted.length) - 1)]
-}
-
 /**
  * @typedef {{ path: string, method?: string, headers?: Record<string, string>, body?: string, connections?: number, duration?: number, rate?: number }} LoadSpec
  */
@@ -241,7 +141,7 @@ function percentile (sorted, p) {
 function load (server, spec) {
   const { path, method = 'GET', headers = AUTH, body, connections = CONNECTIONS, duration = DURATION, rate } = spec
   const latencies = []
-  const before = cpuTicks(server.child.pid)
+  const before = cpuSeconds([server.child.pid])
   const inst = autocannon({
     url: `http://127.0.0.1:${server.port}${path}`,
     method,
@@ -255,11 +155,11 @@ function load (server, spec) {
   inst.on('response', (_client, status, _bytes, ms) => { latencies.push(ms) })
   return inst.then(res => {
     latencies.sort((a, b) => a - b)
-    const cpuSeconds = (cpuTicks(server.child.pid) - before) / 100
-    const cpu = cpuSeconds / res.duration
+    const used = cpuSeconds([server.child.pid]) - before
+    const cpu = used / res.duration
     return {
       rps: res.requests.total / res.duration,
-      cpuUsPerReq: cpuSeconds * 1e6 / Math.max(1, res.requests.total),
+      cpuUsPerReq: used * 1e6 / Math.max(1, res.requests.total),
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
       errors: res.errors + res.timeouts + res.non2xx,
@@ -275,7 +175,6 @@ function record (scenario, server, mode, r, extra = {}) {
   log(`  ${scenario.padEnd(28)} ${server.padEnd(18)} ${mode.padEnd(10)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  err ${r.errors}  cpu ${fmt(r.cpu * 100, 0)}% ${fmt(r.cpuUsPerReq, 0)} µs/req`)
   return row
 }
-const fmt = (n, d) => Number.isFinite(n) ? n.toFixed(d) : '–'
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
 function merge (runs) {
   return {
@@ -347,21 +246,12 @@ async function mixed (label, svc, mixRate, duration = DURATION) {
  * the SQLite stores, so the baseline's bytes fit both). Returns its URL.
  */
 async function makePgStore (adminUrl, pets) {
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  await admin.query('CREATE DATABASE bench')
-  await admin.end()
-  const url = adminUrl.replace(/\/postgres$/, '/bench')
-  const c = new pg.Client({ connectionString: url })
-  await c.connect()
-  await migratePostgres(c)
-  await c.query('INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, now())', ['bench', hashApiKey(KEY)])
-  await c.query(`INSERT INTO pets (name, category_id, status)
-    SELECT convert_to('pet-' || x, 'UTF8'), x % 97, (ARRAY['available', 'pending', 'sold'])[(x % 3) + 1]
-    FROM generate_series(1, $1::int) AS x`, [pets])
-  await c.query('VACUUM ANALYZE')
-  await c.end()
-  return url
+  return await createDatabase(adminUrl, 'bench', hashApiKey(KEY), async (c) => {
+    await c.query(`INSERT INTO pets (name, category_id, status)
+      SELECT convert_to('pet-' || x, 'UTF8'), x % 97, (ARRAY['available', 'pending', 'sold'])[(x % 3) + 1]
+      FROM generate_series(1, $1::int) AS x`, [pets])
+    await c.query('VACUUM ANALYZE')
+  })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -377,10 +267,10 @@ const HEALTH_BODY = '{"status":"ok"}'
 async function coldStartOnce (args, env, readiness) {
   const port = await freePort()
   const started = process.hrtime.bigint()
-  const child = spawnTracked(process.execPath, [...args(port)], { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'], env: { PATH: process.env.PATH, ...env(port) } })
+  const child = session.spawn(process.execPath, [...args(port)], { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'], env: { PATH: process.env.PATH, SHUTDOWN_DELAY_MS: '0', ...env(port) } })
   await waitReady(port, '/healthz', 30000)
   const healthMs = Number(process.hrtime.bigint() - started) / 1e6
-  const cpuMs = cpuTicks(child.pid) * 10
+  const cpuMs = cpuSeconds([child.pid]) * 1000
   let readyMs
   if (readiness) {
     await waitReady(port, '/readyz', 30000)
@@ -554,7 +444,7 @@ let pgSummary
 if (ONLY === 'all' || ONLY === 'pg') {
   log(`8. PostgreSQL (${PG_DURATION}s runs): scenarios 1–4 on a throwaway local cluster`)
   const tPg = Date.now()
-  cluster = await startCluster()
+  const cluster = session.own(await startCluster())
   // The database server is a server too: on core 0 with the service (backends it forks inherit this).
   if (canPin) {
     const postmaster = readFileSync(join(cluster.dir, 'postmaster.pid'), 'utf8').split('\n')[0]
@@ -580,7 +470,7 @@ if (ONLY === 'all' || ONLY === 'pg') {
   const p4 = await mixed('8.4 pg mixed', pgSvc, p1.rate, PG_DURATION)
   await stop(pgSvc.child)
   await cluster.destroy()
-  cluster = undefined
+  session.disown(cluster)
   // Reported, not judged: the issue sets targets for PostgreSQL once numbers exist.
   pgSummary = {
     list: { ratio: p1.sa.ratio, cpuRatio: p1.sa.cpuRatio },

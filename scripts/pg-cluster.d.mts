@@ -9,8 +9,12 @@ export interface Cluster {
   stop: () => Promise<void>
   /** Sends a signal to the postmaster and all its children: SIGSTOP freezes the server, SIGCONT thaws it. */
   signal: (sig: NodeJS.Signals) => void
+  /** The postmaster's pid, then its children's (backends, WAL writer, checkpointer…). */
+  pids: () => number[]
   /** Stops the server and deletes its files. */
   destroy: () => Promise<void>
+  /** Immediate shutdown and deletion, synchronously (for an 'exit' handler). */
+  destroyNow: () => void
 }
 export function findPgBin (): string
 /** `password`: the postgres user gets it, and TCP logins must give it (scram-sha-256); url carries it. */

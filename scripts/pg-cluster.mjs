@@ -5,9 +5,9 @@
 // Debian's postgresql package) through runuser.
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { asPostgresUser, freePort, postgresOwner } from './lib/local.mjs'
 
 /** The directory holding initdb and postgres: PG_BIN, else the newest /usr/lib/postgresql/N/bin, else pg_config's. */
 export function findPgBin () {
@@ -22,33 +22,8 @@ export function findPgBin () {
   throw new Error('PostgreSQL server binaries not found: install postgresql (apt-get install postgresql) or set PG_BIN')
 }
 
-async function freePort () {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address())
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
-const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
-
-function osUser () {
-  if (!isRoot) return undefined
-  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
-  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
-  return { uid, gid }
-}
-
-/** argv for running a PostgreSQL binary as the cluster's owner. */
-function asOwner (bin, args) {
-  return isRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args]
-}
-
 function run (bin, args) {
-  const [cmd, argv] = asOwner(bin, args)
+  const [cmd, argv] = asPostgresUser(bin, args)
   const r = spawnSync(cmd, argv, { encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${r.status}): ${r.stderr || r.stdout}`)
   return r.stdout
@@ -57,16 +32,18 @@ function run (bin, args) {
 /**
  * Creates and starts a cluster. Returns { url, port, dir, stop(), start() }: url is the admin
  * connection (user postgres, database postgres); stop() is a fast shutdown (clients are
- * disconnected), start() brings it back on the same port; signal(sig) reaches every server process
- * (SIGSTOP freezes it); destroy() stops it and deletes its files. With `password`, the postgres
- * user gets it and TCP logins must give it (scram-sha-256); url then carries it.
+ * disconnected), start() brings it back on the same port; pids() lists the server's processes,
+ * signal(sig) reaches every one (SIGSTOP freezes it); destroy() stops it and deletes its files;
+ * destroyNow() does so synchronously and at once (immediate shutdown), for an 'exit' handler, where
+ * nothing can be awaited. With `password`, the postgres user gets it and TCP logins must give it
+ * (scram-sha-256); url then carries it.
  * @param {{ maxConnections?: number, password?: string }} [opts]
  */
 export async function startCluster ({ maxConnections = 300, password } = {}) {
   const bin = findPgBin()
   const base = mkdtempSync(join(tmpdir(), 'petstore-pg-'))
   const dir = join(base, 'data')
-  const owner = osUser()
+  const owner = postgresOwner()
   if (owner !== undefined) chownSync(base, owner.uid, owner.gid)
   const auth = ['--auth=trust']
   if (password !== undefined) {
@@ -81,7 +58,7 @@ export async function startCluster ({ maxConnections = 300, password } = {}) {
   let child
 
   async function start () {
-    const [cmd, argv] = asOwner(join(bin, 'postgres'), [
+    const [cmd, argv] = asPostgresUser(join(bin, 'postgres'), [
       '-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=',
       '-c', `max_connections=${maxConnections}`, '-c', 'fsync=on', '-c', 'synchronous_commit=on'
     ])
@@ -110,12 +87,19 @@ export async function startCluster ({ maxConnections = 300, password } = {}) {
     await exited
   }
 
-  /** Sends a signal to the server and all its processes (SIGSTOP to freeze it, SIGCONT to thaw). */
-  function signal (sig) {
+  /** The postmaster and its children (backends, WAL writer, checkpointer…), first the postmaster. */
+  function pids () {
     const postmaster = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0])
     const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' })
       .split('\n').map(Number).filter(n => n > 0)
-    for (const pid of [postmaster, ...children]) process.kill(pid, sig)
+    return [postmaster, ...children]
+  }
+
+  /** Sends a signal to the server and all its processes (SIGSTOP to freeze it, SIGCONT to thaw). */
+  function signal (sig) {
+    const all = pids()
+    const postmaster = all[0]
+    for (const pid of all) process.kill(pid, sig)
     // runuser stops itself when its child stops (job control) and waits for a SIGCONT of its own.
     if (sig === 'SIGCONT' && child !== undefined && child.pid !== undefined && child.pid !== postmaster) process.kill(child.pid, 'SIGCONT')
   }
@@ -125,11 +109,19 @@ export async function startCluster ({ maxConnections = 300, password } = {}) {
     rmSync(base, { recursive: true, force: true })
   }
 
+  function destroyNow () {
+    if (child !== undefined && child.exitCode === null) {
+      const [cmd, argv] = asPostgresUser(join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'immediate', '-w'])
+      spawnSync(cmd, argv, { stdio: 'ignore' })
+    }
+    rmSync(base, { recursive: true, force: true })
+  }
+
   try {
     await start()
   } catch (err) {
     rmSync(base, { recursive: true, force: true })
     throw err
   }
-  return { url, port, dir, start, stop, signal, destroy }
+  return { url, port, dir, start, stop, signal, pids, destroy, destroyNow }
 }

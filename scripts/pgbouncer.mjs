@@ -5,11 +5,12 @@
 // of the server is reachable through it under the same name (the `*` fallback entry).
 // PgBouncer refuses to run as root, so as root it runs as the `postgres` OS user (runuser), like
 // the test PostgreSQL cluster.
-import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { asPostgresUser, freePort, postgresOwner } from './lib/local.mjs'
 
 /** The pgbouncer binary: PGBOUNCER_BIN, else Debian's /usr/sbin/pgbouncer, else from PATH. */
 export function findPgBouncer () {
@@ -20,17 +21,6 @@ export function findPgBouncer () {
   throw new Error('pgbouncer not found: install it (apt-get install pgbouncer) or set PGBOUNCER_BIN')
 }
 
-async function freePort () {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address())
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
 async function accepts (port) {
   return await new Promise(resolve => {
     const s = connect(port, '127.0.0.1', () => { s.destroy(); resolve(true) })
@@ -38,17 +28,16 @@ async function accepts (port) {
   })
 }
 
-const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
-
 /** PgBouncer's quoting for userlist.txt: "…" with " doubled. */
 const quote = (s) => `"${s.replaceAll('"', '""')}"`
 
 /**
  * Starts PgBouncer in front of the server `serverUrl` points at (its host, port, user and password;
  * the database part is ignored: every database is served). Returns { url, port, dir, stop(),
- * start(), destroy() }: `url` is `serverUrl` with the pooler's port; stop() shuts it down at once
+ * start(), pids(), destroy() }: `url` is `serverUrl` with the pooler's port; stop() shuts it down at once
  * (clients are disconnected), start() brings it back on the same port, destroy() stops it and
- * deletes its files. `settings` adds or overrides pgbouncer.ini keys.
+ * deletes its files (destroyNow() likewise, without waiting, for an 'exit' handler). `settings` adds
+ * or overrides pgbouncer.ini keys.
  */
 export async function startPgBouncer (serverUrl, settings = {}) {
   const bin = findPgBouncer()
@@ -80,12 +69,11 @@ export async function startPgBouncer (serverUrl, settings = {}) {
   const text = `[databases]\n* = host=${server.hostname.replace(/^\[|\]$/g, '')} port=${server.port || 5432}\n\n[pgbouncer]\n` +
     Object.entries(ini).map(([k, v]) => `${k} = ${v}`).join('\n') + '\n'
   writeFileSync(join(dir, 'pgbouncer.ini'), text)
-  if (isRoot) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
-    for (const f of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(dir, f), uid, gid)
+  const owner = postgresOwner()
+  if (owner !== undefined) {
+    for (const f of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(dir, f), owner.uid, owner.gid)
   }
-  const [cmd, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', bin, join(dir, 'pgbouncer.ini')]] : [bin, [join(dir, 'pgbouncer.ini')]]
+  const [cmd, argv] = asPostgresUser(bin, [join(dir, 'pgbouncer.ini')])
   let child
   let exited
 
@@ -103,18 +91,33 @@ export async function startPgBouncer (serverUrl, settings = {}) {
     throw new Error(`PgBouncer did not start on port ${port}: ${log}`)
   }
 
+  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null
+
+  /** PgBouncer's own process (as root the child is runuser), from its pid file. */
+  function pids () {
+    try { return [Number(readFileSync(join(dir, 'pgbouncer.pid'), 'utf8').trim())] } catch { return [] }
+  }
+
+  /** SIGTERM: immediate shutdown (SIGINT would wait for every client), to PgBouncer itself. */
+  function terminate () {
+    try { process.kill(pids()[0] ?? child.pid, 'SIGTERM') } catch {}
+  }
+
   /** Immediate shutdown: every client connection is closed. */
   async function stop () {
-    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
-    // SIGINT would wait for every client. As root the child is runuser: signal PgBouncer itself.
-    let pid = child.pid
-    try { pid = Number(readFileSync(join(dir, 'pgbouncer.pid'), 'utf8').trim()) } catch {}
-    try { process.kill(pid, 'SIGTERM') } catch {}
+    if (!running()) return
+    terminate()
     await exited
   }
 
   async function destroy () {
     await stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  /** destroy() without waiting, for an 'exit' handler. */
+  function destroyNow () {
+    if (running()) terminate()
     rmSync(dir, { recursive: true, force: true })
   }
 
@@ -126,5 +129,5 @@ export async function startPgBouncer (serverUrl, settings = {}) {
   }
   const url = new URL(serverUrl)
   url.port = String(port)
-  return { url: url.href, port, dir, start, stop, destroy }
+  return { url: url.href, port, dir, start, stop, pids, destroy, destroyNow }
 }

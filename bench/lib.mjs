@@ -1,0 +1,173 @@
+// What the benches share: the production build they measure, a scratch directory and the child
+// processes and throwaway servers they start (all removed on any exit, Ctrl-C included), the service
+// started as `npm start` runs it, plain HTTP calls, CPU accounting and percentiles.
+import { spawn } from 'node:child_process'
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { freePort } from '../scripts/lib/local.mjs'
+
+export { freePort }
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+export const DIST = join(ROOT, 'dist')
+
+/** The benches measure the production build: without dist/ they stop before starting anything. */
+export function requireBuild () {
+  if (!existsSync(join(DIST, 'server.js'))) {
+    process.stderr.write('bench: dist/ is missing; run `npm run build` first (the bench measures the production build)\n')
+    process.exit(2)
+  }
+}
+
+export const log = (msg) => process.stderr.write(`${msg}\n`)
+export const sleep = (ms) => new Promise(resolve => setTimeout(resolve, ms))
+export const fmt = (n, d = 0) => Number.isFinite(n) ? n.toFixed(d) : '–'
+
+export function percentile (sorted, p) {
+  if (sorted.length === 0) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p / 100 * sorted.length) - 1)]
+}
+
+/**
+ * A scratch directory and everything started into it. spawn() tracks a child (through `wrap`, e.g.
+ * CPU pinning); own() takes a throwaway cluster or pooler (anything with destroyNow()). On exit, for
+ * whatever reason, the children are killed, the owned servers stopped and every file removed: an
+ * 'exit' handler cannot await, so all of it is synchronous.
+ * @param {string} prefix
+ * @param {{ wrap?: (cmd: string, args: string[]) => [string, string[]] }} [opts]
+ */
+export function scratch (prefix, { wrap = (cmd, args) => [cmd, args] } = {}) {
+  const tmp = mkdtempSync(join(tmpdir(), prefix))
+  const children = new Set()
+  const owned = new Set()
+  process.on('exit', () => {
+    for (const c of children) c.kill('SIGKILL')
+    for (const o of owned) o.destroyNow()
+    rmSync(tmp, { recursive: true, force: true })
+  })
+  process.on('SIGINT', () => process.exit(130))
+  process.on('SIGTERM', () => process.exit(143))
+  return {
+    tmp,
+    /** @param {string} cmd @param {string[]} args @param {import('node:child_process').SpawnOptions} opts */
+    spawn (cmd, args, opts) {
+      const [c, a] = wrap(cmd, args)
+      const child = spawn(c, a, opts)
+      children.add(child)
+      child.on('exit', () => children.delete(child))
+      return child
+    },
+    /** @template {{ destroyNow: () => void }} T @param {T} server @returns {T} */
+    own (server) { owned.add(server); return server },
+    /** Once destroyed on the normal path, a server is no longer the exit handler's. */
+    disown (server) { owned.delete(server) }
+  }
+}
+
+export function httpCall (port, method, path, headers = {}, body) {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      const chunks = []
+      res.on('data', c => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** Polls `path` until it answers 200; fails at the deadline, or at once if `child` exits meanwhile. */
+export async function waitReady (port, path, deadlineMs, child) {
+  const end = Date.now() + deadlineMs
+  for (;;) {
+    try {
+      const r = await httpCall(port, 'GET', path)
+      if (r.status === 200) return
+    } catch {}
+    if (child !== undefined && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`the process serving port ${port} exited (${child.exitCode ?? child.signalCode})`)
+    if (Date.now() > end) throw new Error(`no 200 from ${path} on port ${port} within ${deadlineMs} ms`)
+    await sleep(2)
+  }
+}
+
+/**
+ * The production service (dist/server.js) as `npm start` runs it, its log in the scratch directory,
+ * ready when /readyz answers 200. One API key drives all the load of a bench: its rate limit is
+ * raised out of reach (not turned off), so the limiter still does its per-request work but never
+ * answers 429. `env` adds to or overrides that (DATABASE_URL, LOG_LEVEL…). BENCH_NODE_ARGS passes
+ * flags to node (e.g. --cpu-prof). readyMs: spawn → first 200 from /readyz.
+ * @param {ReturnType<typeof scratch>} session
+ * @param {string} name
+ * @param {Record<string, string>} env
+ */
+export async function startService (session, name, env) {
+  const port = await freePort()
+  const logFile = join(session.tmp, `${name}.log`)
+  const logFd = openSync(logFile, 'a')
+  const started = process.hrtime.bigint()
+  const child = session.spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), join(DIST, 'server.js')], {
+    cwd: ROOT,
+    stdio: ['ignore', logFd, logFd],
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_MAX: '1000000000', ...env }
+  })
+  closeSync(logFd)
+  try {
+    await waitReady(port, '/readyz', 30000, child)
+  } catch (err) {
+    throw new Error(`${name} did not become ready: ${/** @type {Error} */ (err).message}\n${readFileSync(logFile, 'utf8').slice(-2000)}`)
+  }
+  const readyMs = Number(process.hrtime.bigint() - started) / 1e6
+  return { name, child, port, readyMs, kind: 'service' }
+}
+
+/** SIGTERM (the service drains and exits), SIGKILL if it has not exited 15 s later. */
+export async function stop (child) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  await Promise.race([exited, sleep(15000)])
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+}
+
+/** utime + stime (all threads) of the given processes, in seconds; a process gone counts nothing. */
+export function cpuSeconds (pids) {
+  let ticks = 0
+  for (const pid of pids) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+      ticks += Number(f[11]) + Number(f[12]) // in clock ticks (100/s)
+    } catch {}
+  }
+  return ticks / 100
+}
+
+/**
+ * A fresh database `name` on the server `adminUrl` points at, migrated by the service's own
+ * migrations (from dist/), holding one API key with the given hash; `seed(client)`, when given,
+ * adds what else the bench needs. Returns its URL.
+ * @param {string} adminUrl @param {string} name @param {string} keyHash
+ * @param {(client: pg.Client) => Promise<void>} [seed]
+ */
+export async function createDatabase (adminUrl, name, keyHash, seed) {
+  const { migratePostgres } = await import(join(DIST, 'store/postgres/migrations.js'))
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  await admin.query(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  const c = new pg.Client({ connectionString: url.href })
+  await c.connect()
+  try {
+    await migratePostgres(c)
+    await c.query('INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, now())', ['bench', keyHash])
+    if (seed !== undefined) await seed(c)
+  } finally {
+    await c.end()
+  }
+  return url.href
+}
