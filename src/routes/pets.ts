@@ -4,14 +4,12 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../errors.js'
 import { etagOf, strongEtag } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
-import { SHARED_SCHEMAS } from '../schemas/index.js'
 import {
-  ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PATTERN_RULES, PetIdParamsSchema,
-  PetSchema, PetsSchema, SERVICE_ASSIGNED_FIELDS, type NewPet, type Pet
+  ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
+  PetSchema, PetsSchema, type NewPet, type Pet
 } from '../schemas/pets.js'
 import { Ref } from '../schemas/common.js'
 import { errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
-import { createValidatorCompiler } from '../schemas/validator.js'
 import type { CursorCodec } from '../services/cursor.js'
 import type { PetReads, Representation } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
@@ -61,8 +59,8 @@ function send (reply: FastifyReply, rep: Representation): Buffer {
 export default async function petRoutes (fastify: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
   const { store, reads, cursors, metrics } = opts
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  // Every request part of these routes is checked by Ajv against the schema the route declares.
-  app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS, { patterns: PATTERN_RULES, assignedFields: SERVICE_ASSIGNED_FIELDS }))
+  // Every request part of these routes is checked by the root's validator compiler (registerSchemas)
+  // against the schema the route declares.
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
 

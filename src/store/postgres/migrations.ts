@@ -1,4 +1,5 @@
 import type pg from 'pg'
+import { applyMigrations, type Migration } from '../migrations.js'
 
 /**
  * Schema migrations for PostgreSQL, in order. Frozen once released: never edit one, add the next.
@@ -8,7 +9,7 @@ import type pg from 'pg'
  * Names are bytea (their UTF-8 bytes): PostgreSQL text cannot hold U+0000, which the API accepts
  * in a name and SQLite keeps, and both stores must return a name exactly as it was sent.
  */
-export const PG_MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> = [
+export const PG_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',
@@ -63,30 +64,31 @@ export const MIGRATION_LOCK_KEY = 7_365_020_100_000_001n
  * never released), and a migrator that dies mid-way holds nothing.
  */
 export async function migratePostgres (client: pg.Client): Promise<number[]> {
-  const applied: number[] = []
-  for (const m of PG_MIGRATIONS) {
-    await client.query('BEGIN')
-    try {
-      // Waiting for another migrator's lock may take long: no statement timeout here.
-      await client.query('SET LOCAL statement_timeout = 0')
-      await client.query('SET LOCAL synchronous_commit = on')
-      await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])
-      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version integer PRIMARY KEY,
-        name text NOT NULL,
-        applied_at timestamptz NOT NULL
-      )`)
-      const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version])
-      if (done.rowCount === 0) {
-        await client.query(m.sql)
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name])
-        applied.push(m.version)
+  return await applyMigrations(PG_MIGRATIONS, {
+    transaction: async (body: () => Promise<boolean>) => {
+      await client.query('BEGIN')
+      try {
+        // Waiting for another migrator's lock may take long: no statement timeout here.
+        await client.query('SET LOCAL statement_timeout = 0')
+        await client.query('SET LOCAL synchronous_commit = on')
+        await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])
+        await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+          version integer PRIMARY KEY,
+          name text NOT NULL,
+          applied_at timestamptz NOT NULL
+        )`)
+        const result = await body()
+        await client.query('COMMIT')
+        return result
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {})
+        throw err
       }
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
+    },
+    isApplied: async (version) => (await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [version])).rowCount !== 0,
+    apply: async (m) => {
+      await client.query(m.sql)
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name])
     }
-  }
-  return applied
+  })
 }

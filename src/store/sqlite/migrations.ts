@@ -1,10 +1,11 @@
 import type Database from 'better-sqlite3'
+import { applyMigrations, type Migration } from '../migrations.js'
 
 /**
- * Schema migrations, in order. Frozen once released: never edit one, add the next.
- * Each runs in its own IMMEDIATE transaction, so processes starting at once apply it exactly once.
+ * Schema migrations for SQLite, in order. Frozen once released: never edit one, add the next.
+ * Versions and names match PG_MIGRATIONS one for one (a test holds them together).
  */
-export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> = [
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'pets and api keys',
@@ -48,7 +49,11 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
   }
 ]
 
-/** Applies the migrations not yet applied; returns the versions it applied. */
+/**
+ * Applies the migrations not yet applied; returns the versions it applied. Each runs in its own
+ * IMMEDIATE transaction: the database's write lock is taken first, so processes starting at once
+ * apply each exactly once.
+ */
 export function migrateSqlite (db: Database.Database): number[] {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
@@ -57,15 +62,12 @@ export function migrateSqlite (db: Database.Database): number[] {
   )`)
   const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?')
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
-  const applied: number[] = []
-  for (const m of SQLITE_MIGRATIONS) {
-    const apply = db.transaction(() => {
-      if (isApplied.get(m.version) !== undefined) return false
+  return applyMigrations(SQLITE_MIGRATIONS, {
+    transaction: (body) => db.transaction(body).immediate(),
+    isApplied: (version) => isApplied.get(version) !== undefined,
+    apply: (m) => {
       db.exec(m.sql)
       record.run(m.version, m.name, new Date().toISOString())
-      return true
-    })
-    if (apply.immediate()) applied.push(m.version)
-  }
-  return applied
+    }
+  })
 }
