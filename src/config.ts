@@ -30,6 +30,7 @@ const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'Longest time to receive a whole request.' }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 72000, description: 'How long an idle keep-alive connection is kept.' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000, description: 'On SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.' }),
+  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600000, default: 5000, description: 'On SIGTERM, how long the instance keeps serving with /readyz answering 503 (so load balancers take it out of rotation) before it stops accepting connections; 0: stop at once. SIGINT does not wait.' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000, description: 'Longest time to receive the request headers (slow-header clients are cut with 408).' }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000, description: 'Requests per API key per window; 0 turns the per-key limit off.' }),
   RATE_LIMIT_WINDOW_MS: Type.Integer({ minimum: 1000, maximum: 86400000, default: 60000, description: 'Length of the rate-limit window.' }),
@@ -78,6 +79,8 @@ export interface Config {
   requestTimeoutMs: number
   keepAliveTimeoutMs: number
   shutdownTimeoutMs: number
+  /** SIGTERM: readiness 503 for this long, still serving, before closing (rolling restart). */
+  shutdownDelayMs: number
   headersTimeoutMs: number
   rateLimit: { max: number, anonMax: number, windowMs: number }
   redisUrl: string | undefined
@@ -245,6 +248,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     rateLimit: Object.freeze({ max: e.RATE_LIMIT_MAX, anonMax: e.RATE_LIMIT_ANON_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS }),
     redisUrl: parseRedisUrl(e.REDIS_URL),

@@ -15,7 +15,8 @@ import { describeLocation } from './store/location.js'
 
 /**
  * The process entry: config → store → app → listen (API, and /metrics on its own port), with
- * graceful shutdown on SIGTERM/SIGINT: stop accepting, close idle keep-alive sockets at once, let
+ * graceful shutdown on SIGTERM/SIGINT: (SIGTERM: first SHUTDOWN_DELAY_MS of readiness 503 while still
+ * serving) stop accepting, close idle keep-alive sockets at once, let
  * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
  * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
  * where the first key goes. Any start-up failure is one line on stderr and exit 1.
@@ -48,9 +49,18 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
   }
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
 
-  closeWithGrace({ delay: config.shutdownTimeoutMs, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, err }) => {
-    if (err !== undefined) app.log.error({ err }, 'shutting down after an uncaught error')
-    else app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+  // The grace period covers the drain and then SHUTDOWN_TIMEOUT_MS for in-flight requests.
+  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, err }) => {
+    if (err !== undefined) {
+      app.log.error({ err }, 'shutting down after an uncaught error')
+    } else {
+      // SIGTERM is how orchestrators stop an instance: drain first. SIGINT is a person at a terminal: at once.
+      if (signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
+        app.log.info({ signal, delayMs: config.shutdownDelayMs }, 'shutting down: draining (readiness 503, still serving)')
+        await app.drain(config.shutdownDelayMs)
+      }
+      app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    }
     await metricsApp?.close()
     // Stops listening, closes idle keep-alive sockets, waits for in-flight requests, then closes the store.
     await app.close()
