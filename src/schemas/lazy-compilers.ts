@@ -12,8 +12,8 @@ const fastifyRequire = createRequire(createRequire(import.meta.url).resolve('fas
 /**
  * Fastify's default compilers, changed in when they do their work, not in what they produce:
  * - the default request validator (@fastify/ajv-compiler, another Ajv) is loaded only if a route
- *   outside /v1 ever declares a request schema; none does today (the /v1 routes use ours,
- *   schemas/validator.ts), yet Fastify would load it at construction;
+ *   ever needs it; none does (the root's validator compiler, schemas/validator.ts set by
+ *   registerSchemas, serves every route), yet Fastify would load it at construction;
  * - each response serializer (fast-json-stringify) is compiled on the first response it writes
  *   instead of for every route and status at start: most never write an error body in a process's
  *   life. Compiling is synchronous, so concurrent first requests cannot race; a schema it cannot
