@@ -20,6 +20,18 @@ function guard<T> (fn: () => T): T {
   }
 }
 
+// Defined by the production bundle (scripts/bundle.mjs): the compiled writer entry, relative to the bundle's chunk.
+declare const PETSTORE_WRITER_ENTRY: string | undefined
+
+/**
+ * The writer thread's entry: next to this module (dist/store/sqlite/ as compiled; src/ under tsx, in
+ * tests and `npm run dev`, where the thread registers tsx first), or, from the bundle, the compiled file.
+ */
+function writerEntry (): URL {
+  if (typeof PETSTORE_WRITER_ENTRY === 'string') return new URL(PETSTORE_WRITER_ENTRY, import.meta.url)
+  return new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+}
+
 /**
  * Sends write batches to the writer thread and matches the answers. Requests sent while the thread
  * is still starting wait in its message port; if it cannot start, they fail as unavailable (503).
@@ -31,8 +43,7 @@ class WorkerWriter {
   private dead: Error | undefined
 
   constructor (path: string, synchronous: SynchronousLevel) {
-    // Under tsx (tests, `npm run dev`) this module is .ts and the worker registers tsx first.
-    const entry = new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+    const entry = writerEntry()
     this.worker = entry.pathname.endsWith('.ts')
       ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData: { path, synchronous } })
       : new Worker(entry, { workerData: { path, synchronous } })
