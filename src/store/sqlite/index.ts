@@ -99,26 +99,21 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
   private readonly creates: PetCreates
   private readonly stmts
-  private writer: WorkerWriter | undefined
   private constructor (
     private readonly db: Database.Database,
-    private readonly writerOptions: SqliteStoreOptions | undefined
+    private readonly writer: WorkerWriter | undefined
   ) {
-    const inline = writerOptions === undefined ? prepareWrites(db) : undefined
-    // The writer thread starts with the first write, not with the store: booting a thread and its
-    // modules is ~50 ms of CPU that the start (and a process that only reads) need not pay. The
-    // read connection has already applied the migrations and proved the file writable.
-    const writer = (): WorkerWriter => (this.writer ??= new WorkerWriter(writerOptions!.path, writerOptions!.synchronous))
+    const inline = writer === undefined ? prepareWrites(db) : undefined
     this.creates = new PetCreates(async (items) =>
-      inline === undefined
-        ? await writer().run<CreateOutcome[]>({ op: 'createPets', items })
-        : guard(() => inline.createPets(items)))
-    this.purge = inline === undefined
-      ? async (beforeMs) => await writer().run<number>({ op: 'purgeIdempotencyKeys', beforeMs })
-      : async (beforeMs) => guard(() => inline.purgeIdempotencyKeys(beforeMs))
-    this.touch = inline === undefined
-      ? async (entries) => { await writer().run({ op: 'touchApiKeys', entries }) }
-      : async (entries) => { guard(() => inline.touchApiKeys(entries)) }
+      writer !== undefined
+        ? await writer.run<CreateOutcome[]>({ op: 'createPets', items })
+        : guard(() => inline!.createPets(items)))
+    this.purge = writer !== undefined
+      ? async (beforeMs) => await writer.run<number>({ op: 'purgeIdempotencyKeys', beforeMs })
+      : async (beforeMs) => guard(() => inline!.purgeIdempotencyKeys(beforeMs))
+    this.touch = writer !== undefined
+      ? async (entries) => { await writer.run({ op: 'touchApiKeys', entries }) }
+      : async (entries) => { guard(() => inline!.touchApiKeys(entries)) }
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
       listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?'),
@@ -137,7 +132,12 @@ export class SqliteStore implements Store {
   private readonly touch: (entries: Array<[number, string]>) => Promise<void>
   private readonly purge: (beforeMs: number) => Promise<number>
 
-  /** Opens (creating if needed) and migrates the database; the writer thread starts with the first write. */
+  /**
+   * Opens (creating if needed) and migrates the database, and starts the writer thread without
+   * waiting for it: it boots (~50 ms of CPU, on another core when there is one) while the caller
+   * builds the app; writes sent meanwhile wait in its message port. The read connection has already
+   * applied the migrations and proved the file writable.
+   */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
     const db = openSqlite(opts.path, opts.synchronous)
     try {
@@ -147,7 +147,7 @@ export class SqliteStore implements Store {
       throw err
     }
     // :memory: is private to its connection, so it cannot have a writer thread.
-    return new SqliteStore(db, opts.path === ':memory:' ? undefined : opts)
+    return new SqliteStore(db, opts.path === ':memory:' ? undefined : new WorkerWriter(opts.path, opts.synchronous))
   }
 
   /** Applies pending migrations and returns their versions (used by `petstore migrate`). */
