@@ -47,7 +47,9 @@ const COMPONENTS = {
   },
   'redis-server': { present: () => onPath('redis-server'), get: 'apt-get install redis-server' },
   chromium: { present: () => onPath('chromium'), get: 'apt-get install chromium (Debian\'s; never `npx playwright install`)' },
-  strace: { present: () => onPath('strace'), get: 'apt-get install strace' }
+  strace: { present: () => onPath('strace'), get: 'apt-get install strace' },
+  script: { present: () => onPath('script'), get: 'apt-get install bsdutils (util-linux `script`: runs the CLI and server on a pseudo-terminal)' },
+  chattr: { present: () => onPath('chattr'), get: 'apt-get install e2fsprogs (`chattr +i`: files even root cannot write)' }
 }
 
 function requirements (file) {

@@ -1,3 +1,4 @@
+// requires: script
 import assert from 'node:assert/strict'
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'

@@ -1,4 +1,4 @@
-// requires: postgresql
+// requires: postgresql, chattr
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
