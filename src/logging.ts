@@ -6,6 +6,11 @@ import type { Config } from './config.js'
 
 const require = createRequire(import.meta.url)
 
+/** Most bytes of JSON log lines held in memory while stdout is slower than the service (16 MiB). */
+const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
+/** Longest wait for buffered lines to be written at exit (a healthy pipe takes milliseconds). */
+const LOG_END_WAIT_MS = 2000
+
 export interface Log {
   /** The logger options for buildApp. */
   options: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>
@@ -34,12 +39,19 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
       end: async () => {}
     }
   }
-  const stream = pino.destination({ dest: 1, sync: false })
+  // Bounded: a reader of stdout that stops reading (a stuck log shipper) must not grow this process's
+  // memory without end; past LOG_BUFFER_MAX_BYTES buffered, lines are dropped (sonic-boom's maxLength).
+  const stream = pino.destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES })
   return {
     options: { level: config.logLevel, stream },
     end: async () => {
       await new Promise<void>((resolve) => {
-        stream.once('close', () => resolve())
+        // A stdout that is gone (EPIPE: the reader exited) never closes: pino then turns end() into a
+        // no-op. So the wait is also bounded, and an error ends it: an exit must not hang on its log.
+        const done = () => { clearTimeout(timer); resolve() }
+        const timer = setTimeout(done, LOG_END_WAIT_MS)
+        stream.once('close', done)
+        stream.once('error', done)
         stream.end()
       })
     }

@@ -11,8 +11,8 @@ interface Window { current: number, start: number }
  * result are each awaited), measured at about a sixth of a cached read's CPU (docs/performance.md);
  * the library still counts in Redis, where the network round trip dominates.
  *
- * Bounded: past `maxKeys` windows, the ended ones are dropped, then the oldest (a dropped key starts
- * a fresh window, as an entry evicted from the library's LRU does).
+ * Bounded: past `maxKeys` windows, the ended ones are dropped, then the one that started longest ago
+ * (a dropped key starts a fresh window, as an entry evicted from the library's LRU does).
  */
 export class MemoryWindows {
   private readonly windows = new Map<string, Window>()
@@ -27,8 +27,11 @@ export class MemoryWindows {
       w = { current: 0, start: now }
       this.windows.set(key, w)
     } else if (w.start + this.windowMs <= now) {
-      w.current = 0
-      w.start = now
+      // A new window moves the key to the end of the Map, so Map order stays the order of window
+      // starts: ended windows are always at the front, and eviction never scans live ones.
+      this.windows.delete(key)
+      w = { current: 0, start: now }
+      this.windows.set(key, w)
     }
     w.current++
     return { current: w.current, ttl: this.windowMs - (now - w.start) }
@@ -39,8 +42,13 @@ export class MemoryWindows {
   }
 
   private evict (now: number): void {
-    for (const [key, w] of this.windows) if (w.start + this.windowMs <= now) this.windows.delete(key)
-    // Map order is insertion order: the first key is the one counted first, longest ago.
+    // From the front (oldest window start) while windows have ended: each ended window is visited
+    // once, so a stream of new addresses costs O(1) each, not a scan of every live window.
+    for (const [key, w] of this.windows) {
+      if (w.start + this.windowMs > now) break
+      this.windows.delete(key)
+    }
+    // Still full of live windows: drop the one that started longest ago.
     if (this.windows.size >= this.maxKeys) this.windows.delete(this.windows.keys().next().value!)
   }
 }

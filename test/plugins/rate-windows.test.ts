@@ -24,4 +24,26 @@ describe('MemoryWindows (in-memory fixed windows)', () => {
     assert.equal(w.size, 3)
     assert.equal(w.hit('x', 1310).current, 1, 'an evicted key starts afresh')
   })
+  it('a key whose window was renewed is not evicted before a key whose window started later', () => {
+    const w = new MemoryWindows(1000, 2)
+    w.hit('a', 0)
+    w.hit('b', 500)
+    assert.equal(w.hit('a', 1200).current, 1, "a's first window ended: a new one starts at 1200")
+    w.hit('c', 1300) // full, nothing ended: the window that started longest ago is b's (500), not a's (1200)
+    assert.equal(w.size, 2)
+    assert.equal(w.hit('a', 1400).current, 2, 'a kept its renewed window')
+    assert.equal(w.hit('b', 1400).current, 1, 'b was the one dropped')
+  })
+
+  it('drops every ended window when full, and only those', () => {
+    const w = new MemoryWindows(1000, 4)
+    w.hit('e1', 0)
+    w.hit('e2', 100)
+    w.hit('live', 900)
+    w.hit('live2', 950)
+    w.hit('n', 1200) // e1 and e2 ended (1000, 1100): both dropped, the live ones stay
+    assert.equal(w.size, 3)
+    assert.equal(w.hit('live', 1250).current, 2)
+    assert.equal(w.hit('live2', 1250).current, 2)
+  })
 })
