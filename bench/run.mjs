@@ -103,13 +103,14 @@ async function readCacheStats (service) {
   return { ...kinds, entries: value('petstore_read_cache_entries'), bytes: value('petstore_read_cache_bytes') }
 }
 
-async function startBaseline (responses) {
+/** The raw node:http baseline; with `fastify`, the same bytes from a bare Fastify app (the framework's floor, reported only). */
+async function startBaseline (responses, framework) {
   const port = await freePort()
   const file = join(tmp, `baseline-${port}.json`)
   writeFileSync(file, JSON.stringify(responses))
-  const child = session.spawn(process.execPath, [join(ROOT, 'bench/baseline.mjs'), String(port), file], { stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = session.spawn(process.execPath, [join(ROOT, 'bench/baseline.mjs'), String(port), file, ...(framework === undefined ? [] : [framework])], { stdio: ['ignore', 'ignore', 'inherit'] })
   await waitReady(port, responses[0].url, 10000)
-  return { name: 'baseline', child, port, kind: 'baseline' }
+  return framework === undefined ? { name: 'baseline', child, port, kind: 'baseline' } : { name: `bare ${framework}`, child, port, kind: 'floor' }
 }
 
 /** Asks the service once and keeps its answer, so the baseline can replay the very same bytes. */
@@ -340,6 +341,18 @@ async function sqliteReads (svc) {
   target('2 getPet ≥ 0.6 of baseline', s2.sa.ratio, '>=', 0.6, 'req/s service / baseline')
   target('2 getPet ≥ 0.6 of baseline, per CPU', s2.sa.cpuRatio, '>=', 0.6, 'server CPU µs/req baseline / service')
   readCache.sqlite = await readCacheStats(svc)
+
+  // Reported, not judged: bare Fastify replaying the same bytes, next to the same baseline, so the
+  // table shows how much of the distance is the framework's and how much is our own work.
+  log('1–2 floor: bare Fastify, same bytes')
+  const floor = await startBaseline(responses, 'fastify')
+  for (const [scenario, path, s] of [['1 list limit=20', LIST, s1], ['2 getPet', PET, s2]]) {
+    await warm(floor, { path })
+    const f = record(scenario, floor.name, 'saturate', merge([await load(floor, { path }), await load(floor, { path })]))
+    f.ratio = f.rps / s.sb.rps
+    f.cpuRatio = s.sb.cpuUsPerReq / f.cpuUsPerReq
+  }
+  await stop(floor.child)
   return { s1, s2 }
 }
 
