@@ -15,6 +15,7 @@ import overload from './plugins/overload.js'
 import rateLimits from './plugins/rate-limit.js'
 import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
+import storeNotices from './plugins/store-notices.js'
 import healthRoutes from './routes/health.js'
 import v1Routes from './routes/v1.js'
 import { registerSchemas } from './schemas/index.js'
@@ -53,6 +54,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(overload, { maxEventLoopDelayMs: config.eventLoopMaxDelayMs, sampleIntervalMs: pressureSampleIntervalMs })
     await app.register(cors, { origins: config.corsOrigins })
     await app.register(errorHandling, { store })
+    await app.register(storeNotices, { store })
     installJsonBodyParser(app, config.bodyLimit)
     await app.register(beforeBody)
     await app.register(rateLimits, { config })

@@ -74,7 +74,7 @@ export class Metrics {
   private readonly series = new Map<string, RouteSeries>()
   private readonly getPetCalls = new Map<number, Tally>()
 
-  constructor (store: Pick<Store, 'poolStats'>, opts: { processMetrics?: boolean } = {}) {
+  constructor (store: Pick<Store, 'poolStats' | 'namedStatements'>, opts: { processMetrics?: boolean } = {}) {
     const registers = [this.registry]
     const series = this.series
     // eslint-disable-next-line no-new
@@ -142,6 +142,16 @@ export class Metrics {
           this.set({ state: 'idle' }, s.idle)
           this.set({ state: 'waiting' }, s.waiting)
         }
+      })
+    }
+    if (store.namedStatements !== undefined) {
+      const named = store.namedStatements.bind(store)
+      // eslint-disable-next-line no-new
+      new Gauge({
+        name: 'petstore_pg_named_statements',
+        help: 'PostgreSQL: 1 while hot statements are sent as named (server-side prepared) statements, 0 when they are not: PG_PREPARED_STATEMENTS=off, or auto after a transaction-mode pooler showed (logged once at warn).',
+        registers,
+        collect () { this.set(named() ? 1 : 0) }
       })
     }
     if (opts.processMetrics === true) collectDefaultMetrics({ register: this.registry, prefix: 'petstore_' })

@@ -44,6 +44,14 @@ export type IdempotentCreateResult =
   | { outcome: 'mismatch' }
 
 /** Connection-pool occupancy, for metrics (stores that have a pool). */
+/** What a PostgreSQL store saw when it stopped naming statements (PG_PREPARED_STATEMENTS=auto). */
+export interface NamingStopped {
+  /** The SQLSTATE the server answered: 26000 (statement missing) or 42P05 (already exists). */
+  code: string
+  /** The server's message, e.g. `prepared statement "get_pet_…" does not exist`. */
+  serverMessage: string
+}
+
 export interface PoolStats {
   total: number
   idle: number
@@ -100,6 +108,14 @@ export interface Store {
 
   /** Pool occupancy when the store has a connection pool (PostgreSQL); absent otherwise. */
   poolStats?(): PoolStats
+
+  /** PostgreSQL: whether hot statements are sent named (server-side prepared) now; absent otherwise. */
+  namedStatements?(): boolean
+  /**
+   * PostgreSQL: calls `fn` once PG_PREPARED_STATEMENTS=auto stops naming statements because the
+   * server showed a transaction-mode pooler in between (at once if it already has).
+   */
+  onNamingStopped?(fn: (e: NamingStopped) => void): void
 
   /** Resolves when the store answers a trivial query. */
   ping (): Promise<void>

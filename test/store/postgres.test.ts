@@ -68,7 +68,27 @@ for (const route of PG_ROUTES) {
       assert.deepEqual(inside!.rows[0], { sc: 'on', st: '1234ms', idle: '2234ms', n: 9007199254740993n })
     })
 
-    it('cuts a write that waits too long for the insert lock with the server statement_timeout', async (t) => {
+    it('commits every pet insert with synchronous_commit on and its lock_timeout, whatever the server defaults', async (t) => {
+      const url = await createTestDatabase(t, undefined, route)
+      const direct = via(url, testClusterUrl())
+      const name = new URL(url).pathname.slice(1)
+      await adminQuery(direct, `ALTER DATABASE ${name} SET synchronous_commit = off`)
+      await adminQuery(direct, `ALTER DATABASE ${name} SET lock_timeout = 0`)
+      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234' }))
+      t.after(async () => await store.close())
+      // A trigger sees the settings in force inside the insert's own transaction, at its end.
+      await adminQuery(direct, `
+        CREATE TABLE seen (sc text, lt text);
+        CREATE FUNCTION note_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit'), current_setting('lock_timeout')); RETURN NULL; END $$;
+        CREATE TRIGGER note_settings AFTER INSERT ON pets FOR EACH STATEMENT EXECUTE FUNCTION note_settings();`)
+      await store.createPet({ name: 'durable', categoryId: 1n, status: 'available' })
+      assert.deepEqual(await adminQuery(direct, 'SELECT sc, lt FROM seen'), [{ sc: 'on', lt: '1234ms' }])
+      const outside = await adminQuery<{ sc: string }>(url, "SELECT current_setting('synchronous_commit') AS sc")
+      assert.equal(outside[0]!.sc, 'off', 'the server default this test overrides')
+    })
+
+    it('cuts a create that waits too long for the insert lock with the server lock_timeout, writing nothing', async (t) => {
       const url = await createTestDatabase(t, undefined, route)
       const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300' }))
       const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
@@ -78,10 +98,11 @@ for (const route of PG_ROUTES) {
         await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
         const err = await store.createPet({ name: 'late', categoryId: 1n, status: 'available' }).then(() => undefined, (e: unknown) => e)
         assert.ok(err instanceof StoreUnavailableError, String(err))
-        // 57014 query_canceled: the server cancelled it (not the client's later, coarser bound).
-        assert.equal((err.cause as { code?: string }).code, '57014')
+        // 55P03 lock_not_available: the server gave up the wait (not the client's later, coarser bound).
+        assert.equal((err.cause as { code?: string }).code, '55P03')
         await other.query('ROLLBACK')
         assert.equal((await store.createPet({ name: 'after', categoryId: 1n, status: 'available' })).name, 'after')
+        assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['after'])
       } finally {
         await other.end()
         await store.close()
@@ -202,6 +223,26 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     // The second client's PREPARE met the first's on the shared server connection: that one fell
     // back, and the first stops as soon as its statement is missing on the connection it is given.
     assert.ok(dbs.some(db => !db.namedReads))
+  })
+
+  it('with PG_PREPARED_STATEMENTS=auto, names the pet insert until the pooler shows, then creates unnamed: every create succeeds, in id order', async (t) => {
+    const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
+    const url = via(await createTestDatabase(t), bouncer.url)
+    const stores = await Promise.all([1, 2].map(async () => await openStore(loadConfig({ DATABASE_URL: url, PG_PREPARED_STATEMENTS: 'auto' }))))
+    t.after(async () => await Promise.all(stores.map(async s => await s.close())))
+    const told: unknown[] = []
+    for (const s of stores) s.onNamingStopped!((e) => told.push(e))
+    assert.deepEqual(stores.map(s => s.namedStatements!()), [true, true])
+    const ids: bigint[] = []
+    for (let round = 0; round < 4; round++) {
+      for (const s of stores) ids.push((await s.createPet({ name: `p${round}`, categoryId: 1n, status: 'available' })).id)
+    }
+    assert.deepEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : 1)))
+    assert.equal((await stores[0]!.listPets({ afterId: null, limit: 100, status: undefined })).length, 8)
+    // Only creates ran: the second store's named insert met the first's on the one server connection.
+    assert.ok(stores.some(s => !s.namedStatements!()), 'no store stopped naming its insert')
+    assert.equal(told.length, stores.filter(s => !s.namedStatements!()).length)
+    assert.match(JSON.stringify(told[0]), /"code":"(42P05|26000)","serverMessage":"prepared statement \\"insert_pets_[0-9a-f]{12}\\" (already exists|does not exist)"/)
   })
 
   it('names the authentication failure, the user and the setting, never the password', async (t) => {

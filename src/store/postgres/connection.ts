@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.js'
+import type { NamingStopped } from '../store.js'
 
 /**
  * When statements are named (server-side prepared: parsed once per server connection, not per
  * execution). off: never. on: every statement that has a name, reads and writes — for direct
  * connections or a pooler that tracks named statements (PgBouncer >= 1.21 with
- * max_prepared_statements). auto: the reads whose plan is the same for every parameter value are
- * named until the server answers that a statement is missing or already exists — what a
- * transaction-mode pooler that does not track them causes — and then never again (that read is
- * retried unnamed); writes stay unnamed, so no transaction is aborted by the probe.
+ * max_prepared_statements). auto: the statements that run alone (each in its implicit transaction)
+ * and whose plan is the same for every parameter value — the primary-key reads and the pet insert of
+ * a batch without Idempotency-Keys — are named until the server answers that a statement is missing
+ * or already exists — what a transaction-mode pooler that does not track them causes — and then never
+ * again (that statement is retried unnamed: refused, it ran nothing, so nothing is written twice);
+ * statements of explicit transactions stay unnamed, so no transaction is aborted by the probe.
  */
 export type PreparedStatementsMode = 'off' | 'on' | 'auto'
 
@@ -55,11 +58,13 @@ function clientConfig (opts: PgConnectionOptions): pg.ClientConfig {
 }
 
 /**
- * The first message of every transaction the service runs: the settings its promises rest on,
+ * The first message of every explicit transaction the service runs (a plain batch of creates is one
+ * statement that sets what it needs itself: INSERT_SETTINGS in index.ts): the settings its promises rest on,
  * scoped to the transaction (SET LOCAL), so they hold whichever server connection a pooler picks
  * and leak to no other client. One simple-protocol message: no extra round trip when pipelined.
  * - synchronous_commit=on: a 201 means the commit's WAL is flushed, whatever the server default;
- * - statement_timeout: a write waiting too long for the insert lock (or a stuck server) gives up;
+ * - statement_timeout: a write waiting too long for a lock (the insert lock of a batch with
+ *   Idempotency-Keys) or on a stuck server gives up;
  * - idle_in_transaction_session_timeout: a client that vanished mid-transaction frees its locks.
  */
 export function txPrologue (statementTimeoutMs: number): string {
@@ -100,6 +105,9 @@ export class PgDatabase {
   private autoNamed: boolean
   /** Statement names, each with a hash of its text: one name never means two texts (versions of the service). */
   private readonly names = new Map<string, string>()
+  /** Set once auto mode stopped naming statements; told to every watcher, late ones included. */
+  private stopped: NamingStopped | undefined
+  private readonly stopWatchers: Array<(e: NamingStopped) => void> = []
 
   constructor (private readonly opts: PgConnectionOptions) {
     this.prologue = txPrologue(opts.statementTimeoutMs)
@@ -108,8 +116,8 @@ export class PgDatabase {
       ...clientConfig(opts),
       max: opts.poolMax,
       // A transaction's statements are written together and answered in order: BEGIN … COMMIT in
-      // one round trip, so the SET LOCALs cost no wait and the insert lock is held for no client
-      // round trip between the INSERT and its COMMIT.
+      // one round trip, so the SET LOCALs cost no wait and no lock is held for a client round trip
+      // between a statement and its COMMIT.
       pipeline: true,
       // Reads run alone, without the prologue (measured: it would add ~50% client CPU per read);
       // the client bounds them, and writes get the server's statement_timeout first. On this bound
@@ -124,9 +132,22 @@ export class PgDatabase {
     this.pool.on('connect', (client) => { client.on('error', () => {}) })
   }
 
-  /** Whether reads with a stable plan are named now (on, or auto before a pooler was detected). */
+  /** Whether statements with a stable plan are named now (on, or auto before a pooler was detected). */
   get namedReads (): boolean {
     return this.opts.preparedStatements === 'on' || this.autoNamed
+  }
+
+  /** Calls `fn` once auto mode stops naming statements (at once if it already has). */
+  onNamingStopped (fn: (e: NamingStopped) => void): void {
+    if (this.stopped !== undefined) fn(this.stopped)
+    else this.stopWatchers.push(fn)
+  }
+
+  private stopNaming (err: { code?: string, message?: string }): void {
+    if (!this.autoNamed) return
+    this.autoNamed = false
+    this.stopped = { code: err.code ?? '', serverMessage: err.message ?? '' }
+    for (const fn of this.stopWatchers.splice(0)) fn(this.stopped)
   }
 
   private named (s: PgStatement, name: string): pg.QueryConfig {
@@ -145,7 +166,10 @@ export class PgDatabase {
       : { text: s.text, values: s.values ?? [] }
   }
 
-  /** One statement, in its own implicit transaction (reads). */
+  /**
+   * One statement, in its own implicit transaction: reads, and a write that is one statement (it
+   * commits when it ends, and the answer comes after the commit).
+   */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow> (s: PgStatement): Promise<pg.QueryResult<R>> {
     return await guard(async () => {
       if (!this.autoNamed || s.name === undefined || s.stablePlan !== true) return await this.pool.query<R>(this.prepared(s))
@@ -154,8 +178,9 @@ export class PgDatabase {
       } catch (err) {
         if (!POOLER_STATEMENT_CODES.has((err as { code?: string }).code ?? '')) throw err
         // A pooler sends our statements to server connections that did not prepare them: unnamed
-        // from now on, and this read again (reads change nothing).
-        this.autoNamed = false
+        // from now on, and this statement again (refused at Parse or Bind, it ran nothing, and its
+        // implicit transaction rolled back).
+        this.stopNaming(err as { code?: string, message?: string })
         return await this.pool.query<R>({ text: s.text, values: s.values ?? [] })
       }
     })

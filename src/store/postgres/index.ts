@@ -1,7 +1,7 @@
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates, runCreateBatchAsync } from '../creates.js'
 import { type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
-import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PoolStats, Store } from '../store.js'
+import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, PoolStats, Store } from '../store.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
@@ -15,15 +15,33 @@ import { PgSettingError, startFailure } from './start-failure.js'
  */
 export const PET_INSERT_LOCK_KEY = 7_365_020_100_000_002n
 
+/**
+ * The settings a pet insert's durability and bound rest on, set by the insert statement itself
+ * (set_config(…, true): scoped to its transaction, so they hold whichever server connection a
+ * pooler picks and leak to no other client), evaluated before the lock is asked for:
+ * - synchronous_commit=on: the statement's commit (at its end: it runs in an implicit transaction of
+ *   its own) flushes its WAL before the server answers, whatever the server or role default;
+ * - lock_timeout: a batch waiting longer than PG_STATEMENT_TIMEOUT_MS for the insert lock gives up
+ *   (55P03, a 503), with nothing written. It is read when a wait begins, so it bounds this
+ *   statement's own wait — which statement_timeout, armed when a statement starts, would not.
+ * checkSettings reads them back through the same expression at start-up.
+ */
+export const INSERT_SETTINGS = "SELECT set_config('synchronous_commit', 'on', true) AS sc, set_config('lock_timeout', $1::text, true) AS lt"
+
 /*
- * One statement, written together with its transaction's BEGIN and COMMIT (PgDatabase.transaction),
- * so the lock is never held across a client round trip. The lock is taken in a CTE joined into the
- * insert's source; the ORDER BY makes the source a Sort, which consumes all its input (the lock included) before emitting a row, and
- * PostgreSQL evaluates the volatile id default after that sort, in `ord` order. So ids are drawn
- * only under the lock, ascending in the order of the batch.
+ * One statement and one round trip per batch, in an implicit transaction: the settings, then the
+ * lock in a CTE joined into the insert's source, then the insert, then (at the end of the statement)
+ * the commit — so the lock is held for no client round trip, and the answer comes once the commit is
+ * durable. The ORDER BY makes the source a Sort, which consumes all its input (the lock included)
+ * before emitting a row, and PostgreSQL evaluates the volatile id default after that sort, in `ord`
+ * order. So ids are drawn only under the lock, ascending in the order of the batch. A statement the
+ * server refuses (a pooler's missing named statement included) writes nothing, so it can be retried.
+ * Measured against BEGIN; SET LOCAL ×3; INSERT; COMMIT pipelined (docs/performance.md, "What a
+ * PostgreSQL create costs"): one statement instead of six for the server, one query for the client.
  */
 const INSERT_PETS = `
-  WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock($4::int8))
+  WITH s AS MATERIALIZED (${INSERT_SETTINGS.replace('$1', '$5')}),
+  l AS MATERIALIZED (SELECT pg_advisory_xact_lock($4::int8) FROM s)
   INSERT INTO pets (name, category_id, status)
   SELECT t.name, t.category_id, t.status
   FROM l, unnest($1::bytea[], $2::int8[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
@@ -51,8 +69,11 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const
   private readonly creates: PetCreates
   private closed = false
+  /** lock_timeout of a pet insert (INSERT_SETTINGS), in ms as PostgreSQL reads it. */
+  private readonly lockTimeout: string
 
-  private constructor (private readonly db: PgDatabase) {
+  private constructor (private readonly db: PgDatabase, statementTimeoutMs: number) {
+    this.lockTimeout = String(Math.trunc(statementTimeoutMs))
     this.creates = new PetCreates(async (items) =>
       items.every(i => i.idem === undefined)
         ? await this.insertPets(items.map(i => i.pet))
@@ -64,12 +85,12 @@ export class PostgresStore implements Store {
     await PostgresStore.migrate(opts)
     const db = new PgDatabase(opts)
     try {
-      await checkSettings(db)
+      await checkSettings(db, opts.statementTimeoutMs)
     } catch (err) {
       await db.end()
       throw startFailure(err, opts.url, opts.connectTimeoutMs)
     }
-    return new PostgresStore(db)
+    return new PostgresStore(db, opts.statementTimeoutMs)
   }
 
   /**
@@ -89,18 +110,20 @@ export class PostgresStore implements Store {
   }
 
   private async insertPets (pets: NewPet[]): Promise<bigint[]> {
-    const [res] = await this.db.transaction([{
+    const res = await this.db.query<{ id: bigint }>({
       name: 'insert_pets',
+      stablePlan: true,
       text: INSERT_PETS,
       values: [
         pets.map(p => Buffer.from(p.name, 'utf8')),
         pets.map(p => p.categoryId.toString()),
         pets.map(p => p.status),
-        PET_INSERT_LOCK_KEY.toString()
+        PET_INSERT_LOCK_KEY.toString(),
+        this.lockTimeout
       ]
-    }])
+    })
     // Ids were drawn ascending in batch order (see INSERT_PETS); RETURNING's row order is not promised.
-    return (res!.rows as Array<{ id: bigint }>).map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    return res.rows.map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
   /**
@@ -155,6 +178,14 @@ export class PostgresStore implements Store {
   poolStats (): PoolStats {
     const pool = this.db.pool
     return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
+  }
+
+  namedStatements (): boolean {
+    return this.db.namedReads
+  }
+
+  onNamingStopped (fn: (e: NamingStopped) => void): void {
+    this.db.onNamingStopped(fn)
   }
 
   async getPet (id: bigint): Promise<Pet | undefined> {
@@ -244,10 +275,11 @@ export class PostgresStore implements Store {
 }
 
 /**
- * Reads back what the durability and int64 promises rest on, inside a transaction begun as every
- * write transaction is (so through whatever pooler is in between); refuses to start otherwise.
+ * Reads back what the durability and int64 promises rest on, as the writes set them (so through
+ * whatever pooler is in between): inside a transaction begun as every write transaction is, and
+ * inside a statement that sets them as a pet insert does (INSERT_SETTINGS); refuses to start otherwise.
  */
-async function checkSettings (db: PgDatabase): Promise<void> {
+async function checkSettings (db: PgDatabase, statementTimeoutMs: number): Promise<void> {
   const [res] = await db.transaction([{
     text: "SELECT current_setting('synchronous_commit') AS sc, current_setting('fsync') AS fsync, 9223372036854775807::int8 AS big"
   }])
@@ -255,4 +287,10 @@ async function checkSettings (db: PgDatabase): Promise<void> {
   if (row.sc !== 'on') throw new PgSettingError(`synchronous_commit is ${row.sc} inside a transaction, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites SET LOCAL')
   if (row.fsync !== 'on') throw new PgSettingError('the server runs with fsync off, so a 201 would not mean committed to disk', 'fsync in the server\'s postgresql.conf')
   if (row.big !== 9223372036854775807n) throw new PgSettingError('int8 values are not parsed to exact BigInts', 'the pg type parsers (a bug: report it)')
+  const insert = await db.query<{ sc: string }>({
+    text: `WITH s AS MATERIALIZED (${INSERT_SETTINGS}) SELECT current_setting('synchronous_commit') AS sc FROM s`,
+    values: [String(Math.trunc(statementTimeoutMs))]
+  })
+  const sc = insert.rows[0]!.sc
+  if (sc !== 'on') throw new PgSettingError(`synchronous_commit is ${sc} inside a pet insert, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites set_config')
 }

@@ -1,0 +1,18 @@
+import type { FastifyInstance } from 'fastify'
+import type { Store } from '../store/store.js'
+
+/**
+ * What the store decides on its own while serving, told once to the operator in the log. Today one
+ * thing: PG_PREPARED_STATEMENTS=auto giving up named statements because a transaction-mode pooler
+ * showed (the server answered 26000 or 42P05). /metrics shows the same as petstore_pg_named_statements.
+ */
+export default async function storeNotices (app: FastifyInstance, opts: { store: Pick<Store, 'onNamingStopped'> }): Promise<void> {
+  opts.store.onNamingStopped?.((e) => {
+    app.log.warn(
+      { sqlstate: e.code, serverMessage: e.serverMessage, setting: 'PG_PREPARED_STATEMENTS' },
+      'PostgreSQL refused a named prepared statement, as a transaction-mode pooler that does not track them does: ' +
+      'PG_PREPARED_STATEMENTS=auto sends every statement unnamed from now on, until restart (reads and creates cost a little more PostgreSQL CPU). ' +
+      'Set PG_PREPARED_STATEMENTS=off to make this explicit, or on behind a pooler that tracks them (PgBouncer >= 1.21 with max_prepared_statements)'
+    )
+  })
+}
