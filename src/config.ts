@@ -1,8 +1,8 @@
 import { isIP } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
+import { checkEnv } from './env-check.js'
 
 /** The project directory (holding package.json): one level above this file in src/ and in dist/. */
 export const PROJECT_ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
@@ -190,24 +190,6 @@ function parseBaseUrl (name: string, value: string | undefined): string | undefi
   return `${url.origin}${url.pathname}`
 }
 
-interface SchemaError { instancePath: string, keyword: string, params: { allowedValues?: unknown[] }, message?: string }
-
-/**
- * env-schema (Ajv) says e.g. "env/PORT must be <= 65535" and, for an enum, only "must be equal to
- * one of the allowed values": name the variable first, and list the allowed values.
- */
-function schemaErrorMessage (err: unknown, env: NodeJS.ProcessEnv): string {
-  const errors = (err as { errors?: SchemaError[] }).errors
-  if (!Array.isArray(errors)) return (err as Error).message.replace(/env\/([A-Z_]+) /g, '$1: ').replace(/^env /, '')
-  return errors.map(e => {
-    const name = e.instancePath.replace(/^\//, '')
-    if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) {
-      return `${name}: must be one of ${e.params.allowedValues.join(', ')} (got '${String(env[name])}')`
-    }
-    return `${name}: ${e.message ?? 'is not valid'}`
-  }).join(', ')
-}
-
 function firstKeyFile (value: string | undefined, db: DatabaseLocation, cwd: string): string {
   if (value !== undefined) return resolve(cwd, value)
   if (db.kind === 'sqlite' && db.path !== ':memory:') return join(dirname(db.path), 'first-api-key.txt')
@@ -216,12 +198,9 @@ function firstKeyFile (value: string | undefined, db: DatabaseLocation, cwd: str
 
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
-  let e: Env
-  try {
-    e = envSchema<Env>({ schema: EnvSchema, data: env, dotenv: false })
-  } catch (err) {
-    throw new ConfigError(schemaErrorMessage(err, env))
-  }
+  const { values, errors } = checkEnv(EnvSchema, env)
+  if (errors.length > 0) throw new ConfigError(errors.join(', '))
+  const e = values as Env
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) throw new ConfigError(`HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS})`)
   // Unset, the default names the project's own database, wherever the command runs from (an
   // `npx petstore` from a subdirectory must not find another file); a relative path someone

@@ -53,6 +53,28 @@ describe('loadConfig', () => {
   })
 })
 
+describe('reading the environment', () => {
+  it('takes integers in decimal digits only, and says what is wrong in one message per variable', () => {
+    for (const value of ['0x10', '1e3', ' 80', '80 ', '8_080', '9007199254740993']) {
+      assert.throws(() => loadConfig({ PORT: value }, '/x'), { name: 'ConfigError', message: 'PORT: must be integer' })
+    }
+    assert.equal(loadConfig({ PORT: '+80' }, '/x').port, 80)
+    assert.throws(() => loadConfig({ PORT: '70000', HOST: '', METRICS_PORT: 'on', LOG_LEVEL: 'loud' }, '/x'), {
+      name: 'ConfigError',
+      message: 'PORT: must be <= 65535, HOST: must NOT have fewer than 1 characters, LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got \'loud\'), METRICS_PORT: must match pattern "^(off|[0-9]{1,5})$"'
+    })
+    assert.throws(() => loadConfig({ BODY_LIMIT: '10' }, '/x'), { message: 'BODY_LIMIT: must be >= 256' })
+  })
+
+  it('reads only the variables it is given, not process.env besides them', (t) => {
+    const before = process.env.PORT
+    t.after(() => { if (before === undefined) delete process.env.PORT; else process.env.PORT = before })
+    process.env.PORT = '9999'
+    assert.equal(loadConfig({}, '/x').port, 8080)
+    assert.equal(loadConfig(undefined, '/x').port, 9999)
+  })
+})
+
 describe('operations settings', () => {
   it('reads the limits, Redis, metrics, CORS, proxy and idempotency settings', () => {
     const c = loadConfig({
