@@ -6,6 +6,7 @@
 // transports) and packages loaded only on use (pg, ioredis) keep working unchanged.
 // Not minified, names kept, with a source map (dist/server.js.map): a stack trace reads as it is,
 // and `NODE_OPTIONS=--enable-source-maps` maps it to src/*.ts.
+import { spawnSync } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { build } from 'esbuild'
 
@@ -30,7 +31,9 @@ await build({
     ...Object.keys(pkg.dependencies).filter(name => !bundled.has(name)),
     // Stays the compiled file next to the bundle and, as the bundle's first import, still runs before
     // any package is loaded (it refuses an unsupported Node before better-sqlite3 can abort it).
-    './node-version.js'
+    './node-version.js',
+    // Likewise a file of its own, evaluated second, so it is on before any package is compiled.
+    './compile-cache.js'
   ],
   // Where the SQLite store, bundled into a chunk, finds its writer thread's entry: the compiled file.
   define: { PETSTORE_WRITER_ENTRY: JSON.stringify('../store/sqlite/writer-worker.js') },
@@ -38,3 +41,9 @@ await build({
   keepNames: true,
   logLevel: 'warning'
 })
+
+// Fills the compile cache (src/compile-cache.ts) by loading the bundle and everything it imports
+// once, without starting: the first start after a build then compiles no more than later ones.
+rmSync(new URL('node_modules/.cache/petstore-compile', root), { recursive: true, force: true })
+const warm = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(new URL('dist/server.js', root).href)})`], { stdio: 'inherit' })
+if (warm.status !== 0) throw new Error(`loading dist/server.js to fill the compile cache failed (exit ${warm.status})`)
