@@ -61,7 +61,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(bearerAuth, { store, keyCacheTtlMs: config.keyCacheTtlMs })
     await app.register(openApiPlugin, { config })
     registerSchemas(app)
-    await app.register(docsRoutes, { config })
+    await app.register(docsRoutes)
     await app.register(healthRoutes, { store })
     await app.register(v1Routes, { prefix: '/v1', config, store, now })
   } catch (err) {

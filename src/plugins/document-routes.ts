@@ -40,10 +40,10 @@ export function negotiateCoding (header: string | undefined): Coding {
  * Hand-written rather than @fastify/compress: that plugin compresses every response again on every
  * request and gives no coding-specific ETag; here the work is done once.
  */
-export function documentRoute (app: FastifyInstance, url: string, contentType: string, render: () => string): void {
-  let representations: Record<Coding, Representation> | undefined
-  const build = (): Record<Coding, Representation> => {
-    const identity = Buffer.from(render())
+export function documentRoute (app: FastifyInstance, url: string, contentType: string, render: () => Promise<string>): void {
+  let representations: Promise<Record<Coding, Representation>> | undefined
+  const build = async (): Promise<Record<Coding, Representation>> => {
+    const identity = Buffer.from(await render())
     const of = (body: Buffer): Representation => ({ body, etag: `"${hash('sha1', body, 'base64url')}"` })
     return {
       identity: of(identity),
@@ -52,9 +52,12 @@ export function documentRoute (app: FastifyInstance, url: string, contentType: s
     }
   }
   app.get(url, { schema: { hide: true } }, async (request: FastifyRequest, reply: FastifyReply) => {
-    representations ??= build()
+    representations ??= build().catch((err: unknown) => {
+      representations = undefined // the next request tries again
+      throw err
+    })
     const coding = negotiateCoding(request.headers['accept-encoding'])
-    const { body, etag } = representations[coding]
+    const { body, etag } = (await representations)[coding]
     reply.header('vary', 'Accept-Encoding').header('etag', etag).header('cache-control', 'public, no-cache')
     const inm = request.headers['if-none-match']
     if (inm !== undefined && ifNoneMatchHits(inm, etag)) return reply.code(304).send(headNoBody(request))

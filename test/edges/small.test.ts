@@ -28,6 +28,22 @@ describe('small edges', () => {
     }
   })
 
+  it('the document and the docs page, asked for all at once first thing, agree; HEAD of the page has its headers', async (t) => {
+    const ta = await buildTestApp(t)
+    // Both are built on first use (plugins/openapi.ts): concurrent first requests share that one build.
+    const [json, yaml, page, fromPage] = await Promise.all(['/openapi.json', '/openapi.yaml', '/docs', '/docs/json'].map(async (url) => await ta.app.inject({ url })))
+    for (const res of [json, yaml, page, fromPage]) assert.equal(res!.statusCode, 200, res!.body)
+    assert.deepEqual(fromPage!.json(), json!.json())
+    assert.match(yaml!.body, /^openapi: 3\.1\.0$/m)
+    assert.match(String(page!.headers['content-type']), /^text\/html/)
+    assert.match(String(page!.headers['content-security-policy']), /^default-src 'self';/)
+    assert.ok(page!.headers['x-request-id'], 'the service\'s own headers are on the page too')
+    const head = await ta.app.inject({ method: 'HEAD', url: '/docs' })
+    assert.equal(head.statusCode, 200)
+    assert.equal(head.body, '')
+    assert.equal(head.headers['content-length'], String(page!.rawPayload.length))
+  })
+
   it('/openapi.json: ETag, revalidation, 304, and gzip or br when the client accepts it', async (t) => {
     const ta = await buildTestApp(t)
     const plain = await ta.app.inject({ url: '/openapi.json' })
