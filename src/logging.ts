@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module'
 import type { FastifyServerOptions } from 'fastify'
-import pino from 'pino'
 import type PinoPrettyFactory from 'pino-pretty'
 import type { Config } from './config.js'
+import { LogDestination } from './log-destination.js'
 
 const require = createRequire(import.meta.url)
 
@@ -22,9 +22,10 @@ export interface Log {
  * The logger choice, made by the entry (not the app): pretty, coloured lines (pino-pretty, in
  * process and synchronous, so nothing is lost at exit) when stdout is a terminal, pino's JSON lines
  * when it is piped (journald, Kubernetes, a file) or LOG_FORMAT=json. NO_COLOR keeps them plain.
- * JSON lines go through pino's asynchronous destination: written from libuv's thread pool, batched
- * while a write is under way, so a slow reader of stdout (a full pipe) never stalls the event loop.
- * The entry ends it (end()) before every exit, so no line is lost at SIGTERM.
+ * JSON lines go through an asynchronous destination (log-destination.ts): written from libuv's thread
+ * pool, one write per turn of the event loop, batched while a write is under way, so a slow reader of
+ * stdout (a full pipe) never stalls the event loop. The entry ends it (end()) before every exit, so no
+ * line is lost at SIGTERM.
  */
 export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, stdoutIsTTY = process.stdout.isTTY === true): Log {
   const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && stdoutIsTTY)
@@ -40,20 +41,16 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
     }
   }
   // Bounded: a reader of stdout that stops reading (a stuck log shipper) must not grow this process's
-  // memory without end; past LOG_BUFFER_MAX_BYTES buffered, lines are dropped (sonic-boom's maxLength).
-  const stream = pino.destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES })
+  // memory without end; past LOG_BUFFER_MAX_BYTES buffered, lines are dropped.
+  const stream = new LogDestination(1, LOG_BUFFER_MAX_BYTES)
   return {
     options: { level: config.logLevel, stream },
     end: async () => {
-      await new Promise<void>((resolve) => {
-        // A stdout that is gone (EPIPE: the reader exited) never closes: pino then turns end() into a
-        // no-op. So the wait is also bounded, and an error ends it: an exit must not hang on its log.
-        const done = () => { clearTimeout(timer); resolve() }
-        const timer = setTimeout(done, LOG_END_WAIT_MS)
-        stream.once('close', done)
-        stream.once('error', done)
-        stream.end()
-      })
+      // A stdout that is gone (EPIPE: the reader exited) ends the wait at once; a reader that is
+      // merely stuck would hold it forever, so the wait is also bounded: an exit must not hang on its log.
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([stream.end(), new Promise<void>(resolve => { timer = setTimeout(resolve, LOG_END_WAIT_MS) })])
+      clearTimeout(timer)
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { accessLogger } from '../access-line.js'
 import { redactUrl } from '../services/redact.js'
 import type { Metrics } from './metrics.js'
 
@@ -18,19 +19,21 @@ declare module 'fastify' {
 async function observability (app: FastifyInstance, opts: { metrics: Metrics }): Promise<void> {
   const { metrics } = opts
   app.decorate('metrics', metrics)
+  const access = accessLogger(app.log)
   app.addHook('onResponse', (request, reply, done) => {
     // Read once: request.routeOptions builds a new object on every read.
     const route = request.routeOptions.url
     const ms = reply.elapsedTime
-    metrics.observe(request.method, route, reply.statusCode, ms)
-    request.log.info({
+    const status = reply.statusCode
+    metrics.observe(request.method, route, status, ms)
+    access(request.log, {
       keyId: request.apiKeyId === 0 ? undefined : request.apiKeyId,
       method: request.method,
       route,
       url: redactUrl(request.originalUrl),
-      status: reply.statusCode,
+      status,
       ms: Math.round(ms * 100) / 100
-    }, 'request completed')
+    })
     done()
   })
 }

@@ -1,6 +1,8 @@
 /** Query parameters whose values may be credentials. */
 const SECRET_PARAM = /(^|&)([^=&]*(?:key|token|secret|passw|auth|sig)[^=&]*)=[^&]*/gi
 const API_KEY = /psk_[A-Za-z0-9_-]*/g
+/** Whether a URL might hold a credential parameter: tested first (≈ 30 ns), as the replace costs ≈ 0.7 µs even when it changes nothing. */
+const MAYBE_SECRET = /key|token|secret|passw|auth|sig/i
 
 /**
  * The URL as it may be logged: an API key anywhere (path or query) and the value of any
@@ -8,7 +10,7 @@ const API_KEY = /psk_[A-Za-z0-9_-]*/g
  */
 export function redactUrl (url: string): string {
   const q = url.indexOf('?')
-  if (q === -1 && !url.includes('psk_')) return url
+  if (!url.includes('psk_') && (q === -1 || !MAYBE_SECRET.test(url))) return url
   let out = url.replace(API_KEY, '[redacted]')
   const q2 = out.indexOf('?')
   if (q2 !== -1) out = out.slice(0, q2 + 1) + out.slice(q2 + 1).replace(SECRET_PARAM, '$1$2=[redacted]')

@@ -3,8 +3,11 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import Database from 'better-sqlite3'
 import { describe, it } from 'node:test'
+import pino from 'pino'
 import { Histogram, Registry } from 'prom-client'
+import { accessLogger, type Access } from '../../src/access-line.js'
 import { buildMetricsApp, Metrics } from '../../src/plugins/metrics.js'
+import { requestLogger } from '../../src/request-logger.js'
 import { buildTestApp } from '../helpers/app.js'
 
 function capture (): { stream: Writable, lines: () => Array<Record<string, unknown>>, text: () => string } {
@@ -52,6 +55,62 @@ describe('logs', () => {
     const generated = await ta.app.inject({ url: '/healthz', headers: { 'x-request-id': 'bad id with spaces\n{"forged":1}' } })
     assert.match(String(generated.headers['x-request-id']), /^[0-9a-f-]{36}$/)
     assert.ok(!log.text().includes('forged'))
+  })
+})
+
+describe('the access line', () => {
+  it('has pino\'s fields in pino\'s order', async (t) => {
+    const log = capture()
+    const ta = await buildTestApp(t, { logger: { level: 'info', stream: log.stream } })
+    await ta.app.inject({ url: '/v1/pets/7', headers: { ...ta.auth, 'x-request-id': 'order-1' } })
+    const line = log.lines().find(l => l.reqId === 'order-1')!
+    assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'keyId', 'method', 'route', 'url', 'status', 'ms', 'msg'])
+    assert.deepEqual([line.level, line.pid, line.route, line.url, line.status], [30, process.pid, '/v1/pets/:petId', '/v1/pets/7', 404])
+    assert.equal(typeof line.time, 'number')
+  })
+
+  it('is, byte for byte, the line pino writes for the same fields, escapes included', () => {
+    const log = capture()
+    const root = pino({ level: 'info', redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } }, log.stream)
+    const access = accessLogger(root)
+    // Characters a URL reaching the server cannot hold (Node's parser refuses them), to exercise escaping.
+    const entries: Access[] = [
+      { keyId: 3, method: 'GET', route: '/v1/pets', url: '/v1/pets?limit=20', status: 200, ms: 0.07 },
+      { keyId: undefined, method: 'GET', route: undefined, url: '/v1/"q\\é\u0001\u2028', status: 404, ms: 12 }
+    ]
+    for (const entry of entries) {
+      access(requestLogger(root, { reqId: 'r-1' }, {}), entry)
+      root.child({ reqId: 'r-1' }, {}).info({ ...entry }, 'request completed')
+    }
+    const lines = log.text().split('\n').filter(Boolean).map(l => l.replace(/"time":\d+/, '"time":0'))
+    assert.equal(lines.length, 4)
+    assert.equal(lines[0], lines[1])
+    assert.equal(lines[2], lines[3])
+    assert.equal((JSON.parse(lines[2]!) as Access).url, entries[1]!.url)
+  })
+
+  it('follows the logger\'s configuration when it changes what pino writes (here the message key)', async (t) => {
+    const log = capture()
+    const ta = await buildTestApp(t, { logger: { level: 'info', stream: log.stream, messageKey: 'message' } })
+    await ta.app.inject({ url: '/v1/pets', headers: { ...ta.auth, 'x-request-id': 'key-1' } })
+    const line = log.lines().find(l => l.reqId === 'key-1')!
+    assert.equal(line.message, 'request completed')
+    assert.equal(line.msg, undefined)
+  })
+
+  it('is not written below the logger\'s level; request.log, made on first use, logs with the request id', () => {
+    const log = capture()
+    const root = pino({ level: 'warn' }, log.stream)
+    const request = requestLogger(root, { reqId: 'warn-1' }, {})
+    accessLogger(root)(request, { keyId: 1, method: 'GET', route: '/v1/pets', url: '/v1/pets', status: 200, ms: 1 })
+    request.info('not at warn')
+    assert.equal(log.text(), '', 'nothing below warn')
+    request.warn({ detail: 1 }, 'a warning')
+    assert.deepEqual(log.lines().map(l => [l.reqId, l.msg, l.detail]), [['warn-1', 'a warning', 1]])
+    // Once request.log has been used, the access line goes through pino: still one line, same fields.
+    root.level = 'info'
+    accessLogger(root)(request, { keyId: 1, method: 'GET', route: '/v1/pets', url: '/v1/pets', status: 200, ms: 1 })
+    assert.deepEqual(log.lines().map(l => [l.reqId, l.msg]).at(-1), ['warn-1', 'request completed'])
   })
 })
 
