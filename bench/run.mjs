@@ -346,7 +346,7 @@ async function sqliteReads (svc) {
   // table shows how much of the distance is the framework's and how much is our own work.
   log('1–2 floor: bare Fastify, same bytes')
   const floor = await startBaseline(responses, 'fastify')
-  for (const [scenario, path, s] of [['1 list limit=20', LIST, s1], ['2 getPet', PET, s2]]) {
+  for (const [scenario, path, s] of /** @type {Array<[string, string, typeof s1]>} */ ([['1 list limit=20', LIST, s1], ['2 getPet', PET, s2]])) {
     await warm(floor, { path })
     const f = record(scenario, floor.name, 'saturate', merge([await load(floor, { path }), await load(floor, { path })]))
     f.ratio = f.rps / s.sb.rps
