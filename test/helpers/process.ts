@@ -50,6 +50,26 @@ export interface RunningServer {
   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
 }
 
+/**
+ * Waits until the server's stdout matches `re` (30 s at most, then fails showing what it said). Log
+ * lines are written asynchronously, gathered for a few milliseconds (src/log-destination.ts): a line
+ * logged while a request was answered can reach stdout after the client has the answer.
+ */
+export async function waitForOutput (server: Pick<RunningServer, 'child' | 'stdout'>, re: RegExp): Promise<void> {
+  if (re.test(server.stdout())) return
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (!re.test(server.stdout())) return
+      done()
+      resolve()
+    }
+    const timer = setTimeout(() => { done(); reject(new Error(`no ${re} on stdout within 30 s:\n${server.stdout()}`)) }, 30_000)
+    const done = () => { clearTimeout(timer); server.child.stdout!.off('data', check) }
+    // After the helper's own listener (registered first), so stdout() already holds the new chunk.
+    server.child.stdout!.on('data', check)
+  })
+}
+
 function spawnWithOutput (args: string[], env: Record<string, string>) {
   assertBuilt()
   const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })

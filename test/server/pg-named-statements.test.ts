@@ -6,7 +6,7 @@ import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { startPgBouncer } from '../../scripts/pgbouncer.mjs'
 import { createTestDatabase, testClusterUrl } from '../helpers/app.js'
-import { startServer, type RunningServer } from '../helpers/process.js'
+import { startServer, waitForOutput, type RunningServer } from '../helpers/process.js'
 
 async function metricsUrl (server: RunningServer): Promise<string> {
   for (let i = 0; i < 200; i++) {
@@ -55,6 +55,7 @@ describe('PG_PREPARED_STATEMENTS=auto in the compiled server', () => {
     }
 
     assert.equal(await namedGauge(metrics), '0')
+    await waitForOutput(server, /named prepared statement/)
     const warned = lines(server, /named prepared statement/)
     assert.equal(warned.length, 1, server.stdout())
     assert.equal(warned[0]!.level, 40)

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
 import { checkResponse } from '../helpers/conformance.js'
 import { makeKey, SERVER_JS } from '../helpers/server-process.js'
-import { startServer, type RunningServer } from '../helpers/process.js'
+import { startServer, waitForOutput, type RunningServer } from '../helpers/process.js'
 
 /**
  * Ends the server's SQLite writer thread from outside, as a crash of that thread would: through the
@@ -62,7 +62,7 @@ describe('a stopped SQLite writer thread, in the compiled server', () => {
     assert.deepEqual(JSON.parse(ready.body), { code: 'service_unavailable', message: 'the store does not answer', status: 503 })
     assert.equal(ready.headers['retry-after'], '1')
     checkResponse({ method: 'GET', url: '/readyz', status: ready.status, headers: ready.headers, body: ready.body })
-    assert.match(server.stdout(), /"msg":"readiness check failed"/)
+    await waitForOutput(server, /"msg":"readiness check failed"/)
     assert.match(server.stdout(), /SQLite writer thread exited with code 3/)
 
     // No write is taken, and none hangs; the process lives on and serves what it still can.
