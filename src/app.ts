@@ -14,6 +14,7 @@ import observability from './plugins/observability.js'
 import { docsRoutes, openApiPlugin } from './plugins/openapi.js'
 import overload from './plugins/overload.js'
 import rateLimits from './plugins/rate-limit.js'
+import requestChecks from './plugins/request-checks.js'
 import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
 import storeNotices from './plugins/store-notices.js'
@@ -38,7 +39,9 @@ export interface AppOptions {
 
 /**
  * Builds the service without listening: one plugin per concern, registered in the order a request
- * meets them (see README, Architecture). Each plugin installs its own hooks and its own clean-up.
+ * meets them (see README, Architecture). Each plugin installs its own hooks and its own clean-up;
+ * the checks every request meets on arrival (request id to overload) and before its body (404/405
+ * to 100-continue) run as one synchronous hook per stage (request-checks.ts), in this same order.
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
@@ -49,6 +52,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
   app.addHook('onClose', async () => { if (built) await store.close() })
   try {
     await app.register(observability, { metrics })
+    await app.register(requestChecks)
     await app.register(requestId)
     await app.register(hardening)
     await app.register(shutdown)

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { ApiKeyVerifier } from '../services/api-keys.js'
@@ -12,7 +12,7 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** The authentication policy, as an onRequest hook for the scope of the protected routes. */
-    authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    authenticate: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void
   }
 }
 
@@ -60,23 +60,57 @@ function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): numb
  * 4. a success sets `request.apiKeyId`, marks the response private, and is counted against the key
  *    (429 once over its limit).
  */
-function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
-  return async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    limits.refuseBlockedAddress(request, reply, () => {
-      const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
-      return token !== undefined && verifier.knownValid(token)
-    })
-    try {
-      request.apiKeyId = await resolveKey(request.headers.authorization, verifier)
-    } catch (err) {
-      // Only a refused key counts against the address: a store that cannot answer (503) says
-      // nothing about the caller, and during an outage would otherwise lock out valid clients.
-      if (err instanceof ApiError && err.code === 'unauthorized') await limits.countFailure(request, reply)
-      throw err
-    }
+function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
+  const knownKey = (request: FastifyRequest): boolean => {
+    const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
+    return token !== undefined && verifier.knownValid(token)
+  }
+  // A success: the key's id on the request, the response private, the request counted against the key.
+  const accepted = (request: FastifyRequest, reply: FastifyReply, id: number, done: HookHandlerDoneFunction): void => {
+    request.apiKeyId = id
     // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).
     reply.header('cache-control', 'no-store')
-    await limits.countKeyUse(request, reply)
+    let counted
+    try {
+      counted = limits.countKeyUse(request, reply)
+    } catch (err) {
+      done(err as Error)
+      return
+    }
+    if (counted instanceof Promise) counted.then(() => { done() }, done)
+    else done()
+  }
+  // A failure: only a refused key counts against the address. A store that cannot answer (503) says
+  // nothing about the caller, and during an outage would otherwise lock out valid clients.
+  const refused = (request: FastifyRequest, reply: FastifyReply, err: unknown, done: HookHandlerDoneFunction): void => {
+    if (err instanceof ApiError && err.code === 'unauthorized') {
+      let counted
+      try {
+        counted = limits.countFailure(request, reply)
+      } catch (over) {
+        done(over as Error)
+        return
+      }
+      if (counted instanceof Promise) {
+        counted.then(() => { done(err) }, done)
+        return
+      }
+    }
+    done(err as Error)
+  }
+  // Callback-style, not async: while the key cache answers and limits count in memory (nearly every
+  // request) nothing here waits, so no promise is made; only a store lookup or a Redis count is awaited.
+  return function authenticate (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    let id: number | Promise<number>
+    try {
+      limits.refuseBlockedAddress(request, reply, knownKey)
+      id = resolveKey(request.headers.authorization, verifier)
+    } catch (err) {
+      refused(request, reply, err, done)
+      return
+    }
+    if (typeof id === 'number') accepted(request, reply, id, done)
+    else id.then(found => { accepted(request, reply, found, done) }, err => { refused(request, reply, err, done) })
   }
 }
 

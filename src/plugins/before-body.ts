@@ -24,8 +24,9 @@ function contentCodings (request: FastifyRequest): string[] {
 }
 
 /**
- * What is decided before a byte of a request body is read, in the last preParsing hook, so after
- * authentication (onRequest) and after the 404/405 answer of an unknown route:
+ * What is decided before a byte of a request body is read, in the last check of the preParsing pass
+ * (request-checks.ts), so after authentication (onRequest) and after the 404/405 answer of an
+ * unknown route:
  * - an `Expect` other than `100-continue` → 417 `expectation_failed` (RFC 9110 §10.1.1). Node's own
  *   answer would be a bare 417, before routing and without any of our headers;
  * - a body sent with a content coding (`Content-Encoding: gzip`, `br`, …) → 415
@@ -52,28 +53,17 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
     done()
   })
 
-  app.addHook('preParsing', (request, reply, payload, done) => {
-    if (unmetExpectation.has(request.raw)) {
-      done(new ApiError('expectation_failed', 'the Expect header can only be 100-continue'))
-      return
-    }
-    if (!BODY_METHODS.has(request.method) || !hasBody(request)) {
-      done(null, payload)
-      return
-    }
+  app.checkBeforeBody((request, reply) => {
+    if (unmetExpectation.has(request.raw)) throw new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
+    if (!BODY_METHODS.has(request.method) || !hasBody(request)) return
     const codings = contentCodings(request)
     if (codings.length > 0) {
-      done(new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`))
-      return
+      throw new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`)
     }
     const length = Number(request.headers['content-length'])
-    if (length > request.routeOptions.bodyLimit) {
-      done(new ApiError('payload_too_large', 'request body is larger than the body limit'))
-      return
-    }
+    if (length > request.routeOptions.bodyLimit) throw new ApiError('payload_too_large', 'request body is larger than the body limit')
     if (awaitingContinue.has(request.raw)) reply.raw.writeContinue()
-    done(null, payload)
   })
 }
 
-export default fp(beforeBody, { name: 'petstore-before-body' })
+export default fp(beforeBody, { name: 'petstore-before-body', dependencies: ['petstore-request-checks'] })

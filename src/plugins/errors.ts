@@ -151,16 +151,15 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   app.decorate('notFoundHandler', async (request: FastifyRequest, reply: FastifyReply) => sendError(reply, unrouted(request)))
   app.setNotFoundHandler(app.notFoundHandler)
 
-  // preParsing: after every onRequest hook of the scope the URL addresses (authentication under
+  // Before the body (the preParsing pass): after every onRequest hook of the scope the URL addresses (authentication under
   // /v1), before the body is read, validated or routed to a handler.
   // A request no route takes is answered here too, 404 or 405, whatever its method and body: Fastify
   // would otherwise read, limit and parse the body of a not-found request (413, invalid_json, or its
   // own 400 for a QUERY without Content-Type) before the not-found handler runs.
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    if (badUrls.has(request.raw)) done(new ApiError('invalid_parameter', BAD_URL_MESSAGE))
-    else if (request.is404) done(unrouted(request))
-    else done(null, payload)
+  app.checkBeforeBody((request) => {
+    if (badUrls.has(request.raw)) throw new ApiError('invalid_parameter', BAD_URL_MESSAGE)
+    if (request.is404) throw unrouted(request)
   })
 }
 
-export default fp(errorHandling, { name: 'petstore-errors', dependencies: ['petstore-observability'] })
+export default fp(errorHandling, { name: 'petstore-errors', dependencies: ['petstore-observability', 'petstore-request-checks'] })

@@ -11,20 +11,17 @@ import { repeatedSingleton } from './repeated-headers.js'
  * repeated-headers.ts), and CONNECT routed like any other method instead of a dropped connection.
  */
 async function hardening (app: FastifyInstance): Promise<void> {
-  app.addHook('onRequest', (request, reply, done) => {
+  app.checkOnArrival((request, reply) => {
     reply.header('x-content-type-options', 'nosniff')
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       reply.header('connection', 'close')
-      done(new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header'))
-      return
+      throw new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')
     }
     const repeated = repeatedSingleton(request.raw.rawHeaders)
     if (repeated !== undefined) {
       reply.header('connection', 'close')
-      done(new ApiError('bad_request', `the ${repeated} header must be sent once`))
-      return
+      throw new ApiError('bad_request', `the ${repeated} header must be sent once`)
     }
-    done()
   })
   const onConnect = connectAsRequest(app)
   app.server.on('connect', onConnect)
@@ -34,4 +31,4 @@ async function hardening (app: FastifyInstance): Promise<void> {
   })
 }
 
-export default fp(hardening, { name: 'petstore-hardening' })
+export default fp(hardening, { name: 'petstore-hardening', dependencies: ['petstore-request-checks'] })

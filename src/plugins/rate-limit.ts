@@ -66,7 +66,7 @@ export class RateLimits {
    * address, and one client guessing keys must not lock out the others, whose keys are known.
    * A key not known is refused without a store lookup, so a flood of guesses still costs nothing.
    */
-  refuseBlockedAddress (request: FastifyRequest, reply: FastifyReply, knownKey: () => boolean): void {
+  refuseBlockedAddress (request: FastifyRequest, reply: FastifyReply, knownKey: (request: FastifyRequest) => boolean): void {
     if (this.blocked.size === 0) return
     const until = this.blocked.get(request.ip)
     if (until === undefined) return
@@ -75,7 +75,7 @@ export class RateLimits {
       this.blocked.delete(request.ip)
       return
     }
-    if (knownKey()) return
+    if (knownKey(request)) return
     reply.header('ratelimit-policy', this.addressPolicy)
     reply.header('ratelimit', `"address";r=0;t=${Math.ceil(left / 1000)}`)
     throw this.refuse('address', left)

@@ -15,10 +15,7 @@ async function requestId (app: FastifyInstance): Promise<void> {
     // An id that looks like an API key is replaced: a key pasted into the wrong header must not reach the logs.
     return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes('psk_') ? given : randomUUID()
   })
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    done()
-  })
+  app.checkOnArrival((request, reply) => { reply.header('x-request-id', request.id) })
 }
 
-export default fp(requestId, { name: 'petstore-request-id' })
+export default fp(requestId, { name: 'petstore-request-id', dependencies: ['petstore-request-checks'] })

@@ -44,13 +44,10 @@ async function shutdown (app: FastifyInstance): Promise<void> {
     clearInterval(sweep)
     done()
   })
-  app.addHook('onRequest', (_request, reply, done) => {
-    if (!closing) {
-      done()
-      return
-    }
+  app.checkOnArrival((_request, reply) => {
+    if (!closing) return
     reply.header('connection', 'close')
-    done(new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' }))
+    throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
   })
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining || closing) reply.header('connection', 'close')
@@ -58,4 +55,4 @@ async function shutdown (app: FastifyInstance): Promise<void> {
   })
 }
 
-export default fp(shutdown, { name: 'petstore-shutdown' })
+export default fp(shutdown, { name: 'petstore-shutdown', dependencies: ['petstore-request-checks'] })
