@@ -46,13 +46,20 @@ export function etagOf (body: string | Buffer): string {
  *    (RFC 9110 §8.6: a 304 must not claim the length of a body it does not send).
  * `If-Modified-Since` and `If-Unmodified-Since` are ignored: no response carries Last-Modified
  * (RFC 9110 §13.1.3–13.1.4: a recipient ignores them then).
+ * Callback-style: nothing here waits, and an async hook would cost a promise per response.
  */
-export async function strongEtag (request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+export function strongEtag (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+  done(null, conditional(request, reply, payload))
+}
+
+/** What strongEtag sends: the payload, or the 412's body, or nothing (null, a 304). */
+function conditional (request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
   if (reply.statusCode !== 200) return payload
   let etag = reply.getHeader('etag')
   if (typeof etag !== 'string') {
     if (typeof payload !== 'string') return payload
     etag = etagOf(payload)
+    reply.header('etag', etag)
   }
   const im = request.headers['if-match']
   if (im !== undefined && !ifMatchHolds(im, etag)) {
@@ -64,7 +71,6 @@ export async function strongEtag (request: FastifyRequest, reply: FastifyReply, 
     reply.code(error.statusCode).header('cache-control', 'no-store').type('application/json; charset=utf-8')
     return JSON.stringify(error.toBody())
   }
-  reply.header('etag', etag)
   reply.header('cache-control', 'private, no-cache')
   const inm = request.headers['if-none-match']
   if (inm !== undefined && ifNoneMatchHits(inm, etag)) {

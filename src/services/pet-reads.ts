@@ -68,8 +68,12 @@ export class PetReads {
     metrics.watchReadCache(() => ({ entries: this.cache?.size ?? 0, bytes: this.cache?.calculatedSize ?? 0 }))
   }
 
-  /** getPet: the pet's representation (made by `render` on a miss), or undefined when no pet has this id. */
-  async pet (id: bigint, render: (pet: Pet) => Representation): Promise<Representation | undefined> {
+  /**
+   * getPet: the pet's representation (made by `render` on a miss), or undefined when no pet has this
+   * id. A hit is answered synchronously (no promise, no microtask: most reads are hits); a miss is a
+   * Promise of the store's answer.
+   */
+  pet (id: bigint, render: (pet: Pet) => Representation): Representation | Promise<Representation | undefined> {
     const key = `p${id}`
     const hit = this.cache?.get(key)
     if (hit !== undefined) {
@@ -77,18 +81,19 @@ export class PetReads {
       return hit
     }
     this.counters.pet.misses.inc()
-    const pet = await this.store.getPet(id)
-    if (pet === undefined) return undefined
-    const rep = render(pet)
-    this.cache?.set(key, rep)
-    return rep
+    return this.store.getPet(id).then(pet => {
+      if (pet === undefined) return undefined
+      const rep = render(pet)
+      this.cache?.set(key, rep)
+      return rep
+    })
   }
 
   /**
-   * listPets: the page's representation. On a miss `render` gets the page's pets and, when more
-   * follow, the last of them (the next page starts after it).
+   * listPets: the page's representation, synchronously on a hit, else a Promise. On a miss `render`
+   * gets the page's pets and, when more follow, the last of them (the next page starts after it).
    */
-  async page (q: PageQuery, render: (pets: Pet[], last: Pet | undefined) => Representation): Promise<Representation> {
+  page (q: PageQuery, render: (pets: Pet[], last: Pet | undefined) => Representation): Representation | Promise<Representation> {
     const key = `l${q.status ?? ''}:${q.afterId ?? ''}:${q.limit}`
     const hit = this.cache?.get(key)
     if (hit !== undefined) {
@@ -96,11 +101,12 @@ export class PetReads {
       return hit
     }
     this.counters.page.misses.inc()
-    const pets = await this.store.listPets({ afterId: q.afterId, limit: q.limit + 1, status: q.status })
-    if (pets.length <= q.limit) return render(pets, undefined)
-    pets.length = q.limit
-    const rep = render(pets, pets[q.limit - 1])
-    this.cache?.set(key, rep)
-    return rep
+    return this.store.listPets({ afterId: q.afterId, limit: q.limit + 1, status: q.status }).then(pets => {
+      if (pets.length <= q.limit) return render(pets, undefined)
+      pets.length = q.limit
+      const rep = render(pets, pets[q.limit - 1])
+      this.cache?.set(key, rep)
+      return rep
+    })
   }
 }
