@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { ApiKeyVerifier } from '../services/api-keys.js'
+import { hasBody } from './before-body.js'
 import type { Store } from '../store/store.js'
 import type { RateLimits } from './rate-limit.js'
 
@@ -92,7 +93,7 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (r
         return
       }
       if (counted instanceof Promise) {
-        counted.then(() => { done(err) }, done)
+        counted.then(() => { done(err as Error) }, done)
         return
       }
     }
@@ -100,7 +101,11 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (r
   }
   // Callback-style, not async: while the key cache answers and limits count in memory (nearly every
   // request) nothing here waits, so no promise is made; only a store lookup or a Redis count is awaited.
-  return function authenticate (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  return function authenticate (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
+    // A request with a body goes on (or is refused) one microtask later, as when this hook was async:
+    // the bytes already received are parsed first, so a body whose framing is broken (a bad chunk)
+    // is answered 400 by the parser's handler (client-errors.ts), not 401, 404 or 200 before it was seen.
+    const done: HookHandlerDoneFunction = hasBody(request) ? (err?: Error) => { queueMicrotask(() => { next(err) }) } : next
     let id: number | Promise<number>
     try {
       limits.refuseBlockedAddress(request, reply, knownKey)

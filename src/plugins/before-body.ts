@@ -11,7 +11,8 @@ const awaitingContinue = new WeakSet<IncomingMessage>()
 /** Requests with an expectation other than 100-continue. */
 const unmetExpectation = new WeakSet<IncomingMessage>()
 
-function hasBody (request: FastifyRequest): boolean {
+/** Whether the request carries a body (declared by its length or sent chunked). */
+export function hasBody (request: FastifyRequest): boolean {
   const length = request.headers['content-length']
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
