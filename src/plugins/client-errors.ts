@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto'
-import { type IncomingMessage, ServerResponse, STATUS_CODES } from 'node:http'
+import type { IncomingMessage, ServerResponse as Response } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
+
+// node:http as CommonJS gives it: an ES import of it reads every export, among them the lazy
+// getters that load Node's bundled undici (fetch, WebSocket), ≈ 45 ms of CPU at every start for
+// nothing the server uses (docs/performance.md, "Start-up").
+const { ServerResponse, STATUS_CODES } = process.getBuiltinModule('node:http')
 
 /** What Node's HTTP parser refused, as one of our errors. */
 function toClientError (code: string | undefined): ApiError {
@@ -12,14 +17,14 @@ function toClientError (code: string | undefined): ApiError {
   return new ApiError('bad_request', 'the request is not valid HTTP/1.1 (request line, header or framing)')
 }
 
-type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null }
+type SocketWithResponse = Socket & { _httpMessage?: Response | null }
 
 /**
  * The response Node is writing on this socket right now, if any. Node keeps it as `_httpMessage`
  * (its own clientError fallback reads the same field); pipelined responses still queued behind it
  * are attached to the socket, one after the other, as each one before them finishes.
  */
-function responseInFlight (socket: Socket): ServerResponse | undefined {
+function responseInFlight (socket: Socket): Response | undefined {
   const res = (socket as SocketWithResponse)._httpMessage
   return res === null || res === undefined || res.writableFinished ? undefined : res
 }
