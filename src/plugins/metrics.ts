@@ -1,6 +1,9 @@
+import { createRequire } from 'node:module'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Registry } from 'prom-client'
 import type { Store } from '../store/store.js'
+
+type PromClient = typeof import('prom-client')
 
 type ReadCacheKind = 'pet' | 'page'
 type RouteLabel = 'method' | 'route' | 'status'
@@ -10,6 +13,17 @@ const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 export class Tally {
   n = 0
   inc (): void { this.n++ }
+}
+
+/** Counts by label values (a few series, e.g. scope=key|address), as plain numbers until scraped. */
+export class LabelledTally<L extends string = never> {
+  readonly series = new Map<string, { labels: Partial<Record<L, string>>, n: number }>()
+  inc (labels: Partial<Record<L, string>> = {}, value = 1): void {
+    const id = JSON.stringify(labels)
+    const s = this.series.get(id)
+    if (s === undefined) this.series.set(id, { labels, n: value })
+    else s.n += value
+  }
 }
 
 /** One method + route + status: its request count, latency sum and latency bucket counts (not cumulative). */
@@ -32,37 +46,45 @@ const NO_LABELS: Record<string, never> = Object.freeze({})
  * (docs/performance.md). prom-client still owns registration, names and the text format: the
  * registry reads every metric through getForPromString() (get(), for JSON, goes through it too).
  */
-class RouteDurations extends Histogram<RouteLabel> {
-  constructor (registers: Registry[], private readonly series: Map<string, RouteSeries>) {
-    super({ ...DURATION, labelNames: ['method', 'route', 'status'], buckets: DURATION_BUCKETS, registers })
-  }
-
-  async getForPromString (): Promise<{ name: string, help: string, type: 'histogram', aggregator: 'sum', values: SeriesValue[] }> {
-    const values: SeriesValue[] = []
-    const bucket = `${DURATION.name}_bucket`
-    for (const s of this.series.values()) {
-      let acc = 0
-      for (let i = 0; i < DURATION_BUCKETS.length; i++) {
-        acc += s.buckets[i]!
-        values.push({ metricName: bucket, labels: { le: DURATION_BUCKETS[i]!, ...s.labels }, sharedLabels: NO_LABELS, value: acc, exemplar: null })
-      }
-      values.push({ metricName: bucket, labels: { le: '+Inf', ...s.labels }, sharedLabels: NO_LABELS, value: s.count, exemplar: null })
-      values.push({ metricName: `${DURATION.name}_sum`, labels: { ...s.labels }, sharedLabels: NO_LABELS, value: s.sum, exemplar: undefined })
-      values.push({ metricName: `${DURATION.name}_count`, labels: { ...s.labels }, sharedLabels: NO_LABELS, value: s.count, exemplar: undefined })
+function routeDurations (prom: PromClient, registers: Registry[], series: Map<string, RouteSeries>): void {
+  class RouteDurations extends prom.Histogram<RouteLabel> {
+    constructor (registers: Registry[], private readonly series: Map<string, RouteSeries>) {
+      super({ ...DURATION, labelNames: ['method', 'route', 'status'], buckets: DURATION_BUCKETS, registers })
     }
-    return { ...DURATION, type: 'histogram', aggregator: 'sum', values }
+
+    async getForPromString (): Promise<{ name: string, help: string, type: 'histogram', aggregator: 'sum', values: SeriesValue[] }> {
+      const values: SeriesValue[] = []
+      const bucket = `${DURATION.name}_bucket`
+      for (const s of this.series.values()) {
+        let acc = 0
+        for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+          acc += s.buckets[i]!
+          values.push({ metricName: bucket, labels: { le: DURATION_BUCKETS[i]!, ...s.labels }, sharedLabels: NO_LABELS, value: acc, exemplar: null })
+        }
+        values.push({ metricName: bucket, labels: { le: '+Inf', ...s.labels }, sharedLabels: NO_LABELS, value: s.count, exemplar: null })
+        values.push({ metricName: `${DURATION.name}_sum`, labels: { ...s.labels }, sharedLabels: NO_LABELS, value: s.sum, exemplar: undefined })
+        values.push({ metricName: `${DURATION.name}_count`, labels: { ...s.labels }, sharedLabels: NO_LABELS, value: s.count, exemplar: undefined })
+      }
+      return { ...DURATION, type: 'histogram', aggregator: 'sum', values }
+    }
   }
+  // eslint-disable-next-line no-new
+  new RouteDurations(registers, series)
 }
 
 /**
  * The Prometheus metrics of one app. A registry per app (not prom-client's global one), so several
  * apps in one process (tests) keep separate counts. Served on a listener of its own (buildMetricsApp).
+ *
+ * Every count is a plain number until scraped, so prom-client is not needed before the first scrape:
+ * it is loaded, and the registry built, when `registry` is first read (≈ 30 ms of a start's CPU
+ * otherwise, docs/performance.md "Start-up"; with METRICS_PORT off, the default, never). The default
+ * process metrics start then too: event-loop lag and GC durations from the first scrape on.
  */
 export class Metrics {
-  readonly registry = new Registry()
-  readonly rateLimited: Counter<'scope'>
-  readonly overloaded: Counter<string>
-  readonly storeErrors: Counter<'store'>
+  readonly rateLimited = new LabelledTally<'scope'>()
+  readonly overloaded = new LabelledTally()
+  readonly storeErrors = new LabelledTally<'store'>()
   /** Read cache lookups (services/pet-reads.ts): a lookup costs one increment. */
   readonly readCache: Record<ReadCacheKind, { hits: Tally, misses: Tally }> = {
     pet: { hits: new Tally(), misses: new Tally() },
@@ -73,9 +95,21 @@ export class Metrics {
   // Requests by "method route status", and getPet calls by key id: plain numbers, read when scraped.
   private readonly series = new Map<string, RouteSeries>()
   private readonly getPetCalls = new Map<number, Tally>()
+  private built: Registry | undefined
 
-  constructor (store: Pick<Store, 'poolStats' | 'namedStatements'>, opts: { processMetrics?: boolean } = {}) {
-    const registers = [this.registry]
+  constructor (private readonly store: Pick<Store, 'poolStats' | 'namedStatements'>, private readonly opts: { processMetrics?: boolean } = {}) {}
+
+  /** prom-client's registry of these metrics (prom-client is loaded on the first read). */
+  get registry (): Registry {
+    this.built ??= this.buildRegistry(createRequire(import.meta.url)('prom-client') as PromClient)
+    return this.built
+  }
+
+  private buildRegistry (prom: PromClient): Registry {
+    const { Counter, Gauge } = prom
+    const registry = new prom.Registry()
+    const { store, opts } = this
+    const registers = [registry]
     const series = this.series
     // eslint-disable-next-line no-new
     new Counter({
@@ -88,11 +122,17 @@ export class Metrics {
         for (const s of series.values()) this.inc(s.labels, s.count)
       }
     })
+    routeDurations(prom, registers, series)
+    const tallied = <L extends string>(tally: LabelledTally<L>) => function (this: { reset: () => void, inc: (labels: Partial<Record<L, string>>, value: number) => void }) {
+      this.reset()
+      for (const s of tally.series.values()) this.inc(s.labels, s.n)
+    }
     // eslint-disable-next-line no-new
-    new RouteDurations(registers, series)
-    this.rateLimited = new Counter({ name: 'petstore_rate_limited_total', help: 'Requests refused with 429, by limit: key (per API key) or address (failed authentication per client address).', labelNames: ['scope'], registers })
-    this.overloaded = new Counter({ name: 'petstore_overload_rejections_total', help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.', registers })
-    this.storeErrors = new Counter({ name: 'petstore_store_errors_total', help: 'Failures to reach a backing store: the database (sqlite/postgres) or the rate-limit Redis.', labelNames: ['store'], registers })
+    new Counter({ name: 'petstore_rate_limited_total', help: 'Requests refused with 429, by limit: key (per API key) or address (failed authentication per client address).', labelNames: ['scope'], registers, collect: tallied(this.rateLimited) })
+    // eslint-disable-next-line no-new
+    new Counter({ name: 'petstore_overload_rejections_total', help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.', registers, collect: tallied(this.overloaded) })
+    // eslint-disable-next-line no-new
+    new Counter({ name: 'petstore_store_errors_total', help: 'Failures to reach a backing store: the database (sqlite/postgres) or the rate-limit Redis.', labelNames: ['store'], registers, collect: tallied(this.storeErrors) })
     const getPetCalls = this.getPetCalls
     // eslint-disable-next-line no-new
     new Counter({
@@ -154,7 +194,8 @@ export class Metrics {
         collect () { this.set(named() ? 1 : 0) }
       })
     }
-    if (opts.processMetrics === true) collectDefaultMetrics({ register: this.registry, prefix: 'petstore_' })
+    if (opts.processMetrics === true) prom.collectDefaultMetrics({ register: registry, prefix: 'petstore_' })
+    return registry
   }
 
   /** Where the read cache gauges read its size. */
