@@ -18,7 +18,7 @@ const fastifyRequire = createRequire(createRequire(import.meta.url).resolve('fas
  *   instead of for every route and status at start: most never write an error body in a process's
  *   life. Compiling is synchronous, so concurrent first requests cannot race; a schema it cannot
  *   compile fails that response (500), and the suite writes every documented response.
- * Together they took ~40 ms of a start under load (docs/performance.md, "Start-up"). One difference
+ * Together they took ~40 ms of a start under load, and loading the serializer's compiler ~25 ms more (docs/performance.md, "Start-up"). One difference
  * remains for a route outside /v1 with a headers schema, should one appear: with a compilers factory
  * given, Fastify treats the validator as custom and no longer lower-cases that schema's header names.
  */
@@ -28,10 +28,15 @@ export const lazyCompilers: Factories = {
     return build(externalSchemas, options)
   }) as ValidatorFactory,
   buildSerializer: (externalSchemas, options) => {
-    const build = (fastifyRequire('@fastify/fast-json-stringify-compiler') as () => SerializerFactory)()(externalSchemas, options)
+    // The compiler itself (fast-json-stringify, with an Ajv of its own) is loaded by the first
+    // response that needs it too: /healthz and /readyz send fixed bytes (routes/health.ts).
+    let build: ReturnType<SerializerFactory> | undefined
     return (route) => {
       let serialize: Serializer | undefined
-      return (data: unknown) => (serialize ??= build(route))(data)
+      return (data: unknown) => {
+        build ??= (fastifyRequire('@fastify/fast-json-stringify-compiler') as () => SerializerFactory)()(externalSchemas, options)
+        return (serialize ??= build(route))(data)
+      }
     }
   }
 }
