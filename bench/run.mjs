@@ -543,7 +543,7 @@ const env = {
 /** @param {{ service: { cpuMs: number }, bare: { cpuMs: number } } | undefined} c */
 const coldNote = (c) => c === undefined
   ? []
-  : [`Scenario 7 rows: p50 = median and p99 = slowest of ${COLD_RUNS} spawn → first /healthz 200, in ms; ratio = service / bare medians; CPU ratio = CPU time to the first 200, service / bare (${c.service.cpuMs} / ${c.bare.cpuMs} ms).`, '']
+  : [`Scenario 7 rows: p50 = median and p99 = slowest of ${COLD_RUNS} spawn → first /healthz 200, in ms; ratio = service / bare medians; CPU ratio = CPU time to the first 200, service / bare (${c.service.cpuMs} / ${c.bare.cpuMs} ms). Each start is a new process on the built install: compile cache (filled by npm run build) and OS file cache warm.`, '']
 const pct = (x) => Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : '–'
 const md = [
   `Node ${env.node} · ${env.cpu} · ${env.cores} cores · ${env.pinning} · ${DURATION}s runs (PostgreSQL, scenario 8: ${PG_DURATION}s), ${CONNECTIONS} connections · ${env.date}`,
