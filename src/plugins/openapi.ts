@@ -5,6 +5,7 @@ import type { Config } from '../config.js'
 import { docsPageOptions } from '../docs/page.js'
 import { describeUnroutedRequests } from '../schemas/unrouted.js'
 import { documentRoute, redirectDocsIndex } from './document-routes.js'
+import { headNoBody } from './etag.js'
 
 type Json = Record<string, unknown>
 
@@ -221,14 +222,32 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
     app.get(url, { schema: { hide: true } }, async (request, reply) => {
       const docs = await app.docsApp()
       // Always GET: for HEAD, Fastify sends the headers of the GET answer without its body.
-      const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers })
+      // As a stream: the page's scripts (~1.6 MB) are piped from the file, not buffered per request.
+      const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers, payloadAsStream: true })
+      const body = res.stream()
       // A missing file: the service's own 404 (or 405), as for any other path.
-      if (res.statusCode === 404) return reply.callNotFound()
-      if (res.statusCode >= 500) throw new Error(`the docs page failed: ${res.statusCode} ${res.body.slice(0, 200)}`)
+      if (res.statusCode === 404) {
+        body.destroy()
+        return reply.callNotFound()
+      }
+      if (res.statusCode >= 500) {
+        body.destroy()
+        throw new Error(`the docs page failed: ${res.statusCode}`)
+      }
       for (const [name, value] of Object.entries(res.headers)) {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
-      return reply.code(res.statusCode).send(res.rawPayload)
+      reply.code(res.statusCode)
+      // A 304 or a redirect has no body: sent without one, so no Content-Length on the 304 (RFC 9110
+      // §8.6) and no made-up Content-Type on the redirect.
+      if (res.statusCode === 304 || res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)) {
+        body.destroy()
+        return reply.send(headNoBody(request))
+      }
+      // The file's length, as @fastify/static gave it: the stream is not measured again (HEAD too).
+      const length = res.headers['content-length']
+      if (length !== undefined) reply.header('content-length', length)
+      return reply.send(body)
     })
   }
 }

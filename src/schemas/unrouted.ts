@@ -49,7 +49,8 @@ export function describeUnroutedRequests (document: Json): Json {
     headers: { 'X-Request-Id': header('X-Request-Id') }
   }
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(status, codes)
-  const validator = { type: 'string', pattern: '^"[A-Za-z0-9_-]+"$' }
+  // The docs page's static files carry @fastify/static's weak validators.
+  const docsValidator = { type: 'string', pattern: '^(W/)?"[A-Za-z0-9_-]+"$' }
   document['x-unrouted-requests'] = {
     description: 'Answers to a request that matches no operation, for every method the HTTP parser accepts (CONNECT included): ' +
       '404 `not_found` for a path not listed, 405 `method_not_allowed` with `Allow` for a listed path and another method, ' +
@@ -66,7 +67,7 @@ export function describeUnroutedRequests (document: Json): Json {
           description: 'The document, the page, or one of its files.',
           headers: {
             'X-Request-Id': header('X-Request-Id'),
-            ETag: { description: 'Strong entity tag of this representation (the document only).', schema: validator },
+            ETag: { description: 'Entity tag: strong for the document, weak (`W/"…"`, from the file\'s size and time) for a static file of the page.', schema: docsValidator },
             'Content-Encoding': { description: 'gzip or br when `Accept-Encoding` allows it (the document only).', schema: { type: 'string', enum: ['gzip', 'br'] } },
             'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
             'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
@@ -86,7 +87,12 @@ export function describeUnroutedRequests (document: Json): Json {
         },
         304: {
           description: '`If-None-Match` names the current ETag; no body.',
-          headers: { 'X-Request-Id': header('X-Request-Id'), ETag: { description: 'The entity tag the client holds.', schema: validator } }
+          headers: {
+            'X-Request-Id': header('X-Request-Id'),
+            ETag: { description: 'The entity tag the client holds.', schema: docsValidator },
+            'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
+            'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
+          }
         }
       }
     }

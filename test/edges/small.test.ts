@@ -44,6 +44,30 @@ describe('small edges', () => {
     assert.equal(head.headers['content-length'], String(page!.rawPayload.length))
   })
 
+  it('/docs/static files: streamed with their length, 304 without Content-Length, the redirect without a made-up type; one docs build', async (t) => {
+    const ta = await buildTestApp(t)
+    const [a, b] = await Promise.all([ta.app.docsApp(), ta.app.docsApp()])
+    assert.equal(a, b, 'concurrent first uses share one build')
+    const url = '/docs/static/swagger-ui-bundle.js'
+    const js = await ta.app.inject({ url })
+    assert.equal(js.statusCode, 200)
+    assert.ok(js.rawPayload.length > 100_000, `${js.rawPayload.length} bytes`)
+    assert.equal(js.headers['content-length'], String(js.rawPayload.length))
+    const head = await ta.app.inject({ method: 'HEAD', url })
+    assert.equal(head.statusCode, 200)
+    assert.equal(head.body, '')
+    assert.equal(head.headers['content-length'], js.headers['content-length'])
+    for (const method of ['GET', 'HEAD'] as const) {
+      const cached = await ta.app.inject({ method, url, headers: { 'if-none-match': String(js.headers.etag) } })
+      assert.equal(cached.statusCode, 304, `${method}: ${cached.statusCode}`)
+      assert.equal(cached.body, '')
+      assert.equal(cached.headers['content-length'], undefined, `${method}: a 304 claims no length (RFC 9110 §8.6)`)
+    }
+    const redirect = await ta.app.inject({ url: '/docs/static/index.html' })
+    assert.ok(redirect.statusCode >= 300 && redirect.statusCode < 400)
+    assert.equal(redirect.headers['content-type'], undefined)
+  })
+
   it('/openapi.json: ETag, revalidation, 304, and gzip or br when the client accepts it', async (t) => {
     const ta = await buildTestApp(t)
     const plain = await ta.app.inject({ url: '/openapi.json' })
