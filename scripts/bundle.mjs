@@ -45,5 +45,5 @@ await build({
 // Fills the compile cache (src/compile-cache.ts) by loading the bundle and everything it imports
 // once, without starting: the first start after a build then compiles no more than later ones.
 rmSync(new URL('node_modules/.cache/petstore-compile', root), { recursive: true, force: true })
-const warm = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(new URL('dist/server.js', root).href)})`], { stdio: 'inherit' })
+const warm = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(new URL('dist/server.js', root).href)})`], { stdio: 'inherit', timeout: 120_000 })
 if (warm.status !== 0) throw new Error(`loading dist/server.js to fill the compile cache failed (exit ${warm.status})`)

@@ -43,7 +43,6 @@ export type IdempotentCreateResult =
   | { outcome: 'replayed', pet: Pet }
   | { outcome: 'mismatch' }
 
-/** Connection-pool occupancy, for metrics (stores that have a pool). */
 /** What a PostgreSQL store saw when it stopped naming statements (PG_PREPARED_STATEMENTS=auto). */
 export interface NamingStopped {
   /** The SQLSTATE the server answered: 26000 (statement missing) or 42P05 (already exists). */
@@ -52,6 +51,7 @@ export interface NamingStopped {
   serverMessage: string
 }
 
+/** Connection-pool occupancy, for metrics (stores that have a pool). */
 export interface PoolStats {
   total: number
   idle: number
