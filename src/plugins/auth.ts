@@ -61,6 +61,22 @@ function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): numb
  * 4. a success sets `request.apiKeyId`, marks the response private, and is counted against the key
  *    (429 once over its limit).
  */
+/**
+ * Counts a request against a rate limit, then calls `done` with `err` (or the 429 the count threw or
+ * rejected with): at once when the count was made in memory, after it settles when it went to Redis.
+ */
+function whenCounted (count: () => void | Promise<void>, done: HookHandlerDoneFunction, err?: Error): void {
+  let counted
+  try {
+    counted = count()
+  } catch (over) {
+    done(over as Error)
+    return
+  }
+  if (counted instanceof Promise) counted.then(() => { done(err) }, done)
+  else done(err)
+}
+
 function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
   const knownKey = (request: FastifyRequest): boolean => {
     const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
@@ -71,33 +87,13 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (r
     request.apiKeyId = id
     // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).
     reply.header('cache-control', 'no-store')
-    let counted
-    try {
-      counted = limits.countKeyUse(request, reply)
-    } catch (err) {
-      done(err as Error)
-      return
-    }
-    if (counted instanceof Promise) counted.then(() => { done() }, done)
-    else done()
+    whenCounted(() => limits.countKeyUse(request, reply), done)
   }
   // A failure: only a refused key counts against the address. A store that cannot answer (503) says
   // nothing about the caller, and during an outage would otherwise lock out valid clients.
   const refused = (request: FastifyRequest, reply: FastifyReply, err: unknown, done: HookHandlerDoneFunction): void => {
-    if (err instanceof ApiError && err.code === 'unauthorized') {
-      let counted
-      try {
-        counted = limits.countFailure(request, reply)
-      } catch (over) {
-        done(over as Error)
-        return
-      }
-      if (counted instanceof Promise) {
-        counted.then(() => { done(err as Error) }, done)
-        return
-      }
-    }
-    done(err as Error)
+    if (err instanceof ApiError && err.code === 'unauthorized') whenCounted(() => limits.countFailure(request, reply), done, err)
+    else done(err as Error)
   }
   // Callback-style, not async: while the key cache answers and limits count in memory (nearly every
   // request) nothing here waits, so no promise is made; only a store lookup or a Redis count is awaited.
