@@ -92,9 +92,9 @@ function isPino (logger: FastifyBaseLogger): logger is Logger {
 function sameAsPino (root: Logger): boolean {
   const internals = root as unknown as Internals
   const stream = internals[streamSym] as Internals
-  const hooks = internals[hooksSym] as { streamWrite?: unknown } | undefined
+  const hooks = internals[hooksSym] as { streamWrite?: unknown, logMethod?: unknown } | undefined
   if (internals[mixinSym] !== undefined && internals[mixinSym] !== null) return false
-  if (hooks?.streamWrite !== undefined || stream[needsMetadata] === true || root.msgPrefix !== undefined) return false
+  if (hooks?.streamWrite !== undefined || hooks?.logMethod !== undefined || stream[needsMetadata] === true || root.msgPrefix !== undefined) return false
   const time = (internals[timeSym] as () => string)()
   const reqId = 'req-1'
   const sample: Access = { keyId: 7, method: 'GET', route: '/v1/pets/:petId', url: '/v1/"pets"/\\1?a=\u00e9\u0001', status: 200, ms: 1.25 }

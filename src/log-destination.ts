@@ -4,6 +4,8 @@ import { write, writeSync } from 'node:fs'
 const RETRY_BUSY_MS = 100
 /** How long lines gather before they are written: one write for all the lines of a few milliseconds. */
 const GATHER_MS = 5
+/** Longest the synchronous write at exit waits for a full pipe to drain (as the entry's end() wait). */
+const EXIT_WAIT_MS = 2000
 
 /**
  * Where the JSON log lines go when stdout is not a terminal: lines are appended to one string, and
@@ -21,7 +23,9 @@ const GATHER_MS = 5
  * (lines past it are dropped, counted in `dropped`), partial writes continued, EAGAIN retried, a
  * reader that has gone (EPIPE or any other error) ends the writing instead of throwing, and end()
  * waits until everything written before it is out. Lines still waiting when the process exits
- * without end() are written synchronously at 'exit' (as pino does for its own destination).
+ * without end() are written synchronously at 'exit' (as pino does for its own destination; see
+ * writeRestSync). A crash that skips 'exit' (SIGKILL, abort, an OOM kill) loses the lines of the
+ * last few milliseconds and of a write under way.
  */
 export class LogDestination {
   /** Lines dropped because maxBytes were already waiting, or because the destination had failed. */
@@ -31,6 +35,8 @@ export class LogDestination {
   private inFlight: string | Buffer | undefined
   private inFlightBytes = 0
   private timer: NodeJS.Timeout | undefined
+  /** An asynchronous write is under way in the thread pool (not waiting out an EAGAIN retry). */
+  private writing = false
   private failed = false
   private readonly ended: Array<() => void> = []
 
@@ -76,12 +82,15 @@ export class LogDestination {
   }
 
   private readonly writeInFlight = (): void => {
-    const data = this.inFlight!
+    const data = this.inFlight
+    if (data === undefined) return // written out synchronously at exit meanwhile
+    this.writing = true
     if (typeof data === 'string') write(this.fd, data, this.written)
     else write(this.fd, data, this.written)
   }
 
   private readonly written = (err: NodeJS.ErrnoException | null, n: number): void => {
+    this.writing = false
     if (err !== null) {
       if (err.code === 'EAGAIN') {
         setTimeout(this.writeInFlight, RETRY_BUSY_MS).unref()
@@ -117,12 +126,38 @@ export class LogDestination {
     for (const resolve of this.ended.splice(0)) resolve()
   }
 
+  /**
+   * At 'exit' without end() (close-with-grace's timeout or second signal, any process.exit): what
+   * still waits is written synchronously — the batch of a write that was waiting out an EAGAIN retry
+   * first, then the pending lines — continuing partial writes and waiting for a full pipe (stdout is
+   * non-blocking once Node has opened it) for at most EXIT_WAIT_MS, so a stuck reader cannot hold the
+   * exit. A batch whose write is under way in the thread pool is left to it (writing it again could
+   * repeat or cut its lines).
+   */
   private readonly writeRestSync = (): void => {
-    if (this.failed || this.pending === '') return
-    try {
-      writeSync(this.fd, this.pending)
-    } catch {
-      // Exiting anyway; a log that cannot be written must not turn the exit into a crash.
+    if (this.failed) return
+    const deadline = Date.now() + EXIT_WAIT_MS
+    if (!this.writing && this.inFlight !== undefined) {
+      const data = this.inFlight
+      this.inFlight = undefined
+      if (!this.writeAllSync(typeof data === 'string' ? Buffer.from(data) : data, deadline)) return
     }
+    if (this.pending !== '') this.writeAllSync(Buffer.from(this.pending), deadline)
+    this.pending = ''
+  }
+
+  /** Writes all of `data` or gives up (the pipe stayed full past the deadline, or the reader has gone). */
+  private writeAllSync (data: Buffer, deadline: number): boolean {
+    const pause = new Int32Array(new SharedArrayBuffer(4))
+    while (data.length > 0) {
+      try {
+        data = data.subarray(writeSync(this.fd, data))
+      } catch (err) {
+        // Exiting anyway; a log that cannot be written must not turn the exit into a crash.
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() >= deadline) return false
+        Atomics.wait(pause, 0, 0, 5)
+      }
+    }
+    return true
   }
 }

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { pathToFileURL } from 'node:url'
 import { LogDestination } from '../src/log-destination.js'
 import { tempDir } from './helpers/app.js'
+import { ROOT } from './helpers/process.js'
 
 describe('LogDestination', () => {
   it('writes every line, in order, by the time end() resolves', async (t) => {
@@ -38,5 +41,29 @@ describe('LogDestination', () => {
     assert.equal(dest.write(line), true)
     await dest.end()
     assert.equal(readFileSync(file, 'utf8').length, 3 * line.length + 8)
+  })
+
+  it('at a process.exit without end(), writes every waiting line out through a full, non-blocking pipe (EAGAIN, partial writes)', async (t) => {
+    // A child writes ~2.9 MB of lines to its stdout, a pipe nobody reads for half a second (64 KiB
+    // fill it), and exits after 50 ms without end(): the lines wait in the destination, and the write
+    // at 'exit' meets EAGAIN and partial writes until the reader starts.
+    const script = join(tempDir(t), 'child.mjs')
+    writeFileSync(script, `
+      import { LogDestination } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/log-destination.js')).href)}
+      void process.stdout.isTTY // as openLog does: Node opens stdout, which makes the pipe non-blocking
+      const dest = new LogDestination(1, 64 * 1024 * 1024)
+      for (let i = 0; i < 25000; i++) dest.write(JSON.stringify({ n: i, pad: 'x'.repeat(100) }) + '\\n')
+      setTimeout(() => process.exit(0), 50)
+    `)
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile('sh', ['-c', `"${process.execPath}" "${script}" | { sleep 0.5; cat; }`], { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
+        if (err !== null) reject(err)
+        else resolve(stdout)
+      })
+    })
+    const lines = out.split('\n')
+    assert.equal(lines.pop(), '', 'the output ends with a whole line')
+    assert.equal(lines.length, 25000)
+    lines.forEach((line, i) => { assert.equal((JSON.parse(line) as { n: number }).n, i) })
   })
 })

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
-import { runCli, runServerToExit, startServer } from '../helpers/process.js'
+import { runCli, runServerToExit, startServer, waitForOutput } from '../helpers/process.js'
 import { freePort, startRedisServer } from '../helpers/redis.js'
 
 /** How an instance's clients fare when the Redis that holds the shared rate-limit counters fails (docs/scaling.md). */
@@ -28,6 +28,8 @@ describe('Redis outage (compiled server)', () => {
     for (let i = 0; i < 6; i++) during.push(await get())
     const elapsed = Date.now() - downAt
     assert.deepEqual(during, Array.from({ length: 6 }, () => ({ status: 200, ratelimit: null })), 'unlimited, and no RateLimit header it cannot vouch for')
+    // Log lines are written a few milliseconds after the answers: wait for the first warning.
+    await waitForOutput(server, /"msg":"rate-limit store unavailable; requests are not being limited"/)
     const warnings = server.stdout().split('\n').filter(l => l.includes('"msg":"rate-limit store unavailable; requests are not being limited"')).length
     assert.ok(warnings >= 1 && warnings <= 1 + Math.floor(elapsed / 10000), `${warnings} warnings in ${elapsed} ms`)
 
