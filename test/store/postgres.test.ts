@@ -50,15 +50,22 @@ function pgOptions (url: string, over: Partial<ConstructorParameters<typeof PgDa
   return { url, poolMax: 2, statementTimeoutMs: 5000, connectTimeoutMs: 2000, preparedStatements: 'off', ...over }
 }
 
+/**
+ * A test database (reached through `route`) whose defaults are ones a careless role or database
+ * could carry, which the service must not depend on; `direct` reaches it without the pooler.
+ */
+async function databaseWithCarelessDefaults (t: TestContext, route: typeof PG_ROUTES[number], settings: string[]): Promise<{ url: string, direct: string }> {
+  const url = await createTestDatabase(t, undefined, route)
+  const direct = via(url, testClusterUrl())
+  const name = new URL(url).pathname.slice(1)
+  for (const setting of settings) await adminQuery(direct, `ALTER DATABASE ${name} SET ${setting}`)
+  return { url, direct }
+}
+
 for (const route of PG_ROUTES) {
   describe(`PostgreSQL store [${route}]`, () => {
     it('runs every write transaction with synchronous_commit on and its timeouts, whatever the server defaults', async (t) => {
-      const url = await createTestDatabase(t, undefined, route)
-      const direct = via(url, testClusterUrl())
-      const name = new URL(url).pathname.slice(1)
-      // Defaults a careless role or database could carry: the service must not depend on them.
-      await adminQuery(direct, `ALTER DATABASE ${name} SET synchronous_commit = off`)
-      await adminQuery(direct, `ALTER DATABASE ${name} SET statement_timeout = 0`)
+      const { url } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', 'statement_timeout = 0'])
       const db = new PgDatabase(pgOptions(url, { statementTimeoutMs: 1234 }))
       t.after(async () => await db.end())
       const sql = "SELECT current_setting('synchronous_commit') AS sc, current_setting('statement_timeout') AS st, current_setting('idle_in_transaction_session_timeout') AS idle, 9007199254740993::int8 AS n"
@@ -69,11 +76,7 @@ for (const route of PG_ROUTES) {
     })
 
     it('commits every pet insert with synchronous_commit on and its lock_timeout, whatever the server defaults', async (t) => {
-      const url = await createTestDatabase(t, undefined, route)
-      const direct = via(url, testClusterUrl())
-      const name = new URL(url).pathname.slice(1)
-      await adminQuery(direct, `ALTER DATABASE ${name} SET synchronous_commit = off`)
-      await adminQuery(direct, `ALTER DATABASE ${name} SET lock_timeout = 0`)
+      const { url, direct } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', 'lock_timeout = 0'])
       const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234' }))
       t.after(async () => await store.close())
       // A trigger sees the settings in force inside the insert's own transaction, at its end.
