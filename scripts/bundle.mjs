@@ -1,24 +1,42 @@
 // Part of `npm run build`, after tsc: replaces dist/server.js (what `npm start`, `petstore serve`,
-// the tests and the bench run) by one ES module holding our code and TypeBox. Loading TypeBox's 709
-// modules and ours one by one was the largest single cost of a start (docs/performance.md,
-// "Start-up"). Every other package stays external, loaded from node_modules exactly as before:
-// native code (better-sqlite3), packages that read their own files (@fastify/swagger-ui, pino's
-// transports) and packages loaded only on use (pg, ioredis) keep working unchanged.
-// Not minified, names kept, with a source map (dist/server.js.map): a stack trace reads as it is,
-// and `NODE_OPTIONS=--enable-source-maps` maps it to src/*.ts.
+// the tests and the bench run) and dist/start-server.js, the service it loads, by bundles. Loading
+// TypeBox's 709 modules, then Fastify, pino and their dependencies one by one was the largest single
+// cost of a start (docs/performance.md, "Start-up"). dist/server.js stays a small entry that turns the
+// compile cache on and then imports dist/start-server.js, so the bundle's compiled code is cached too.
+// Kept external, loaded from node_modules exactly as before: native code (better-sqlite3), packages
+// that read their own files at run time (the docs page's), and packages loaded only on use (pg,
+// ioredis, prom-client, Ajv…), which would otherwise weigh on every start's parse for nothing.
+// Not minified, names kept, with source maps (dist/*.js.map): a stack trace reads as it is, and
+// `NODE_OPTIONS=--enable-source-maps` maps it to src/*.ts (and node_modules/*/…).
 import { spawnSync } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { build } from 'esbuild'
 
 const root = new URL('..', import.meta.url)
 const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'))
-const bundled = new Set(['typebox'])
+// Every other dependency (and what they require) is bundled. A package added to package.json is
+// bundled unless it is listed here: check it for reads of its own files (__dirname, require.resolve,
+// worker files) first.
+const external = [
+  'better-sqlite3', // native code
+  // The docs app, built on first use: @fastify/swagger-ui and @fastify/static serve their own files,
+  // and the docs page reads lossless-json's browser build.
+  '@fastify/swagger', '@fastify/swagger-ui', 'yaml', 'lossless-json',
+  // Loaded on use only: a store's driver, Redis rate limits, the /metrics registry, the request
+  // validator, pretty logs.
+  'pg', 'ioredis', '@fastify/rate-limit', 'prom-client', 'ajv', 'pino-pretty',
+  // Required by Fastify only when used: its default compilers (ours are lazy, schemas/lazy-compilers.ts)
+  // and inject() (light-my-request).
+  '@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request',
+  // The CLI's own (the CLI is compiled by tsc, not bundled).
+  'cli-progress', 'cli-table3', 'commander'
+]
 
 // Modules loaded on demand (each store, with its driver) go to chunks of their own, loaded when used.
 rmSync(new URL('dist/chunks', root), { recursive: true, force: true })
 await build({
   absWorkingDir: root.pathname,
-  entryPoints: ['src/server.ts'],
+  entryPoints: ['src/server.ts', 'src/start-server.ts'],
   outdir: 'dist',
   outbase: 'src',
   splitting: true,
@@ -28,7 +46,7 @@ await build({
   format: 'esm',
   target: `node${pkg.engines.node.replace(/^>=\s*/, '').split('.')[0]}`,
   external: [
-    ...Object.keys(pkg.dependencies).filter(name => !bundled.has(name)),
+    ...external,
     // Stays the compiled file next to the bundle and, as the bundle's first import, still runs before
     // any package is loaded (it refuses an unsupported Node before better-sqlite3 can abort it).
     './node-version.js',
@@ -37,13 +55,17 @@ await build({
   ],
   // Where the SQLite store, bundled into a chunk, finds its writer thread's entry: the compiled file.
   define: { PETSTORE_WRITER_ENTRY: JSON.stringify('../store/sqlite/writer-worker.js') },
+  // CommonJS packages inside an ES module: esbuild's __require, for Node's builtins and the external
+  // packages above, calls this require (resolved from dist/, so from the project's node_modules).
+  banner: { js: "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);" },
   sourcemap: 'linked',
   keepNames: true,
   logLevel: 'warning'
 })
 
-// Fills the compile cache (src/compile-cache.ts) by loading the bundle and everything it imports
-// once, without starting: the first start after a build then compiles no more than later ones.
+// Fills the compile cache (src/compile-cache.ts) by loading the entry and the service with
+// everything they import once, without starting: the first start after a build then compiles no
+// more than later ones.
 rmSync(new URL('node_modules/.cache/petstore-compile', root), { recursive: true, force: true })
-const warm = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(new URL('dist/server.js', root).href)})`], { stdio: 'inherit', timeout: 120_000 })
+const warm = spawnSync(process.execPath, ['--input-type=module', '-e', `await (await import(${JSON.stringify(new URL('dist/server.js', root).href)})).loadService()`], { stdio: 'inherit', timeout: 120_000 })
 if (warm.status !== 0) throw new Error(`loading dist/server.js to fill the compile cache failed (exit ${warm.status})`)

@@ -4,110 +4,23 @@ import './node-version.js'
 import './compile-cache.js'
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import closeWithGrace from 'close-with-grace'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from './app.js'
-import { loadConfig, type Config } from './config.js'
-import { describeFailure, describeListenFailure } from './describe-failure.js'
-import { handOutFirstKey } from './first-key.js'
-import { openLog } from './logging.js'
-import { buildMetricsApp, Metrics } from './plugins/metrics.js'
-import { openStore, type Store } from './store/index.js'
-import { describeLocation } from './store/location.js'
 
-/**
- * The process entry: config → store → app → listen (API, and /metrics on its own port), with
- * graceful shutdown on SIGTERM/SIGINT: (SIGTERM: first SHUTDOWN_DELAY_MS of readiness 503 while still
- * serving) stop accepting, close idle keep-alive sockets at once, let
- * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
- * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
- * where the first key goes. Any start-up failure is one line on stderr and exit 1.
+/*
+ * The process entry (`npm start`, `petstore serve`): small on purpose. The service itself
+ * (start-server.ts; in the production build one bundle with Fastify, pino and their dependencies) is
+ * loaded by import() after the two imports above have run. A static import would be compiled with
+ * this file, before the compile cache is on, and so would never be read from it
+ * (docs/performance.md, "Start-up").
  */
-export async function startServer (env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  let config: Readonly<Config>
-  try {
-    config = loadConfig(env)
-  } catch (err) {
-    return cannotStart(err)
-  }
 
-  let store: Store
-  try {
-    store = await openStore(config)
-  } catch (err) {
-    return cannotStart(err, config)
-  }
-
-  const metrics = new Metrics(store, { processMetrics: true })
-  const log = openLog(config)
-  let app: FastifyInstance
-  try {
-    app = await buildApp({ config, store, metrics, logger: log.options })
-    app.log.info(`store: ${describeLocation(config.database)}`)
-  } catch (err) {
-    await store.close().catch(() => {})
-    await log.end()
-    return cannotStart(err, config)
-  }
-  const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
-
-  // The grace period covers the drain and then SHUTDOWN_TIMEOUT_MS for in-flight requests.
-  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, err }) => {
-    if (err !== undefined) {
-      app.log.error({ err }, 'shutting down after an uncaught error')
-    } else {
-      // SIGTERM is how orchestrators stop an instance: drain first. SIGINT is a person at a terminal: at once.
-      if (signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
-        app.log.info({ signal, delayMs: config.shutdownDelayMs }, 'shutting down: draining (readiness 503, still serving)')
-        await app.drain(config.shutdownDelayMs)
-      }
-      app.log.info({ signal }, 'shutting down: finishing in-flight requests')
-    }
-    await metricsApp?.close()
-    // Stops listening, closes idle keep-alive sockets, waits for in-flight requests, then closes the store.
-    await app.close()
-    app.log.info('shut down cleanly')
-    await log.end()
-  })
-
-  let url: string
-  try {
-    url = await app.listen({ host: config.host, port: config.port })
-  } catch (err) {
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(describeListenFailure(err, config.host, config.port))
-  }
-  try {
-    // After listening, so the curl example names the real port.
-    if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile }, app.log)
-  } catch (err) {
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(err, config)
-  }
-  if (metricsApp !== undefined && config.metrics !== undefined) {
-    const { host, port } = config.metrics
-    try {
-      const at = await metricsApp.listen({ host, port })
-      app.log.info({ url: `${at}/metrics` }, 'metrics listening')
-    } catch (err) {
-      await metricsApp.close().catch(() => {})
-      await app.close().catch(() => {})
-      await log.end()
-      return cannotStart(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' }))
-    }
-  }
+/** Loads the service's code (and with it every package a start needs) without starting it. */
+export async function loadService (): Promise<typeof import('./start-server.js')> {
+  return await import('./start-server.js')
 }
 
-/**
- * A start-up failure: one line on stderr (the cause and the setting to look at; never a stack or
- * a password), exit 1. Nothing else is written for it: the line is the whole story.
- */
-function cannotStart (err: unknown, config?: Readonly<Config>): never {
-  const line = typeof err === 'string' ? err : describeFailure(err, config)
-  process.stderr.write(`petstore: cannot start: ${line}\n`)
-  process.exit(1)
+/** config → store → app → listen, with graceful shutdown (start-server.ts). */
+export async function startServer (env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  await (await loadService()).startServer(env)
 }
 
 function isEntry (): boolean {
