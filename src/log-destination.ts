@@ -28,7 +28,10 @@ const EXIT_WAIT_MS = 2000
  * last few milliseconds and of a write under way.
  */
 export class LogDestination {
-  /** Lines dropped because maxBytes were already waiting, or because the destination had failed. */
+  /**
+   * Lines lost: refused because maxBytes were already waiting or the destination had failed, and
+   * those waiting (or being written: a cut one counts) when it failed. Shown in /metrics.
+   */
   dropped = 0
   private pending = ''
   private pendingBytes = 0
@@ -119,6 +122,7 @@ export class LogDestination {
   /** The reader has gone (EPIPE) or the descriptor failed: nothing more can be written. */
   private fail (): void {
     this.failed = true
+    this.dropped += countLines(this.pending) + (this.inFlight === undefined ? 0 : countLines(this.inFlight))
     this.pending = ''
     this.pendingBytes = 0
     this.inFlight = undefined
@@ -160,4 +164,12 @@ export class LogDestination {
     }
     return true
   }
+}
+
+/** Lines in a batch (each JSON line ends with a newline); only counted when a destination fails. */
+function countLines (data: string | Buffer): number {
+  const text = typeof data === 'string' ? data : data.toString('latin1')
+  let n = 0
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++
+  return n
 }

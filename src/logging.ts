@@ -16,6 +16,8 @@ export interface Log {
   options: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>
   /** Writes out every line still buffered and waits until it is written; nothing may log afterwards. */
   end: () => Promise<void>
+  /** Lines lost so far: past the memory bound while stdout was slow, or after stdout failed (its reader gone). */
+  dropped: () => number
 }
 
 /**
@@ -37,7 +39,9 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
         level: config.logLevel,
         stream: PinoPretty({ colorize: config.color, sync: true, destination: 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
       },
-      end: async () => {}
+      end: async () => {},
+      // Written synchronously: a line is never dropped, it waits for the terminal instead.
+      dropped: () => 0
     }
   }
   // Bounded: a reader of stdout that stops reading (a stuck log shipper) must not grow this process's
@@ -51,6 +55,7 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
       let timer: NodeJS.Timeout | undefined
       await Promise.race([stream.end(), new Promise<void>(resolve => { timer = setTimeout(resolve, LOG_END_WAIT_MS) })])
       clearTimeout(timer)
-    }
+    },
+    dropped: () => stream.dropped
   }
 }

@@ -35,6 +35,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
 
   const metrics = new Metrics(store, { processMetrics: true })
   const log = openLog(config)
+  metrics.watchLogLinesDropped(log.dropped)
   let app: FastifyInstance
   try {
     app = await buildApp({ config, store, metrics, logger: log.options })

@@ -43,6 +43,27 @@ describe('LogDestination', () => {
     assert.equal(readFileSync(file, 'utf8').length, 3 * line.length + 8)
   })
 
+  it('counts the lines waiting when the reader has gone (EPIPE) as dropped, and every line after', async (t) => {
+    // A child's stdout is a pipe whose reader (`true`) has exited: its first write fails with EPIPE.
+    const script = join(tempDir(t), 'child.mjs')
+    writeFileSync(script, `
+      import { LogDestination } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/log-destination.js')).href)}
+      await new Promise(resolve => setTimeout(resolve, 300)) // the reader has exited by now
+      const dest = new LogDestination(1, 16 * 1024 * 1024)
+      for (let i = 0; i < 3; i++) dest.write('{"n":' + i + '}\\n')
+      await dest.end() // resolves once the write has failed
+      const refused = dest.write('{"n":3}\\n')
+      process.stderr.write(JSON.stringify({ dropped: dest.dropped, refused }))
+    `)
+    const err = await new Promise<string>((resolve, reject) => {
+      execFile('sh', ['-c', `"${process.execPath}" "${script}" | true`], (e, _stdout, stderr) => {
+        if (e !== null) reject(e)
+        else resolve(stderr)
+      })
+    })
+    assert.deepEqual(JSON.parse(err), { dropped: 4, refused: false })
+  })
+
   it('at a process.exit without end(), writes every waiting line out through a full, non-blocking pipe (EAGAIN, partial writes)', async (t) => {
     // A child writes ~2.9 MB of lines to its stdout, a pipe nobody reads for half a second (64 KiB
     // fill it), and exits after 50 ms without end(): the lines wait in the destination, and the write

@@ -92,6 +92,7 @@ export class Metrics {
   }
 
   private readCacheSize: () => { entries: number, bytes: number } = () => ({ entries: 0, bytes: 0 })
+  private logLinesDropped: () => number = () => 0
   // Requests by "method route status", and getPet calls by key id: plain numbers, read when scraped.
   private readonly series = new Map<string, RouteSeries>()
   private readonly getPetCalls = new Map<number, Tally>()
@@ -163,6 +164,14 @@ export class Metrics {
       registers,
       collect () { this.reset(); for (const kind of kinds) this.inc({ kind }, readCache[kind].misses.n) }
     })
+    const dropped = () => this.logLinesDropped()
+    // eslint-disable-next-line no-new
+    new Counter({
+      name: 'petstore_log_lines_dropped_total',
+      help: 'Log lines lost: more than 16 MiB waited for a slow stdout, or stdout failed (its reader gone). The lines themselves cannot say so.',
+      registers,
+      collect () { this.reset(); this.inc(dropped()) }
+    })
     const size = () => this.readCacheSize()
     // eslint-disable-next-line no-new
     new Gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', registers, collect () { this.set(size().entries) } })
@@ -201,6 +210,11 @@ export class Metrics {
   /** Where the read cache gauges read its size. */
   watchReadCache (size: () => { entries: number, bytes: number }): void {
     this.readCacheSize = size
+  }
+
+  /** Where the dropped-log-lines counter reads its figure (the entry's log destination). */
+  watchLogLinesDropped (dropped: () => number): void {
+    this.logLinesDropped = dropped
   }
 
   /** Counts a call of the deprecated getPet by the key that made it. */

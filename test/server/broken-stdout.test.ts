@@ -26,3 +26,37 @@ describe('the server with a stdout whose reader has gone', () => {
     assert.equal(code, 0, `exit code ${code}; stderr: ${server.stderr()}`)
   })
 })
+
+describe('log lines lost to a stdout whose reader has gone', () => {
+  it('are counted in /metrics (petstore_log_lines_dropped_total), and the service keeps serving', async (t) => {
+    const dir = tempDir(t)
+    const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, METRICS_PORT: '0' })
+    let metricsUrl: string | undefined
+    for (let i = 0; i < 100 && metricsUrl === undefined; i++) {
+      metricsUrl = /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening"/.exec(server.stdout())?.[1]
+      if (metricsUrl === undefined) await new Promise(resolve => setTimeout(resolve, 50))
+    }
+    assert.ok(metricsUrl, server.stdout())
+    const dropped = async (): Promise<number> => {
+      const m = /^petstore_log_lines_dropped_total (\d+)$/m.exec(await (await fetch(metricsUrl)).text())
+      assert.ok(m, 'petstore_log_lines_dropped_total is in /metrics')
+      return Number(m[1])
+    }
+    assert.equal(await dropped(), 0)
+    server.child.stdout!.destroy()
+    const requests = 20
+    for (let i = 0; i < requests; i++) {
+      const res = await fetch(`${server.url}/v1/pets`)
+      assert.equal(res.status, 401)
+      await res.arrayBuffer()
+    }
+    // Each request's access line is lost; they are written in batches a few ms apart, so wait for the last.
+    let n = 0
+    for (let i = 0; i < 100 && n < requests; i++) {
+      n = await dropped()
+      if (n < requests) await new Promise(resolve => setTimeout(resolve, 50))
+    }
+    assert.ok(n >= requests, `${n} lines counted as dropped, ${requests} requests logged into the broken pipe`)
+    assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
+  })
+})
