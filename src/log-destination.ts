@@ -1,4 +1,4 @@
-import { write, writeSync } from 'node:fs'
+import { fstatSync, write, writeSync } from 'node:fs'
 
 /** How long a write that found a non-blocking pipe full (EAGAIN) waits before it tries again (as sonic-boom). */
 const RETRY_BUSY_MS = 100
@@ -9,9 +9,10 @@ const EXIT_WAIT_MS = 2000
 
 /**
  * Where the JSON log lines go when stdout is not a terminal: lines are appended to one string, and
- * written GATHER_MS after the first of them with one asynchronous fs.write (from libuv's thread pool,
- * so a slow reader of stdout never stalls request handling). While a write is under way, the lines
- * that come meanwhile wait and go out together with the next one.
+ * written GATHER_MS after the first of them with one write that never waits: to a pipe or socket,
+ * non-blocking, from this thread; to a file, an asynchronous fs.write from libuv's thread pool (see
+ * `direct`). So a slow reader of stdout never stalls request handling. While a write is under way or
+ * waits out a full pipe, the lines that come meanwhile wait and go out together with the next one.
  *
  * This replaces pino.destination (sonic-boom) for the access log's sake, measured
  * (docs/performance.md, "The access line"): sonic-boom writes as soon as no write is under way, so at
@@ -43,7 +44,20 @@ export class LogDestination {
   private failed = false
   private readonly ended: Array<() => void> = []
 
+  /**
+   * A pipe or socket (stdout under a log shipper, systemd, a container runtime): non-blocking once
+   * Node has opened it, so it is written from this thread, where a write never waits (a full pipe
+   * answers EAGAIN at once) and how much it took is always known. From the thread pool, a write whose
+   * answer had not come back when the process exited left its batch unknown: written or not, cut or
+   * not (lost at an exit under load, test/log-destination.test.ts). A file (or a terminal) is written
+   * from the thread pool, where a slow disk cannot stall the event loop.
+   */
+  private readonly direct: boolean
+
   constructor (private readonly fd: number, private readonly maxBytes: number) {
+    let stat
+    try { stat = fstatSync(fd) } catch { stat = undefined }
+    this.direct = stat !== undefined && (stat.isFIFO() || stat.isSocket())
     process.once('exit', this.writeRestSync)
   }
 
@@ -87,6 +101,17 @@ export class LogDestination {
   private readonly writeInFlight = (): void => {
     const data = this.inFlight
     if (data === undefined) return // written out synchronously at exit meanwhile
+    if (this.direct) {
+      let n: number
+      try {
+        n = typeof data === 'string' ? writeSync(this.fd, data) : writeSync(this.fd, data)
+      } catch (err) {
+        this.written(err as NodeJS.ErrnoException, 0)
+        return
+      }
+      this.written(null, n)
+      return
+    }
     this.writing = true
     if (typeof data === 'string') write(this.fd, data, this.written)
     else write(this.fd, data, this.written)

@@ -24,8 +24,8 @@ export interface Log {
  * The logger choice, made by the entry (not the app): pretty, coloured lines (pino-pretty, in
  * process and synchronous, so nothing is lost at exit) when stdout is a terminal, pino's JSON lines
  * when it is piped (journald, Kubernetes, a file) or LOG_FORMAT=json. NO_COLOR keeps them plain.
- * JSON lines go through an asynchronous destination (log-destination.ts): written from libuv's thread
- * pool, one write per turn of the event loop, batched while a write is under way, so a slow reader of
+ * JSON lines go through a destination whose writes never wait (log-destination.ts): a few ms of
+ * lines per write, non-blocking to a pipe, from libuv's thread pool to a file, so a slow reader of
  * stdout (a full pipe) never stalls the event loop. The entry ends it (end()) before every exit, so no
  * line is lost at SIGTERM.
  */

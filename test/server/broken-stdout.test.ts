@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
@@ -58,5 +59,32 @@ describe('log lines lost to a stdout whose reader has gone', () => {
     }
     assert.ok(n >= requests, `${n} lines counted as dropped, ${requests} requests logged into the broken pipe`)
     assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
+  })
+})
+
+describe('the server with a stdout nobody reads (a stuck log shipper)', () => {
+  it('keeps answering: its log writes to the full pipe never wait', async (t) => {
+    const dir = tempDir(t)
+    const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` })
+    // The log destination writes to a pipe from the event loop's thread (src/log-destination.ts): only
+    // safe because Node has made the pipe non-blocking (O_NONBLOCK, 0o4000, in the kernel's fd flags).
+    const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/${server.child.pid}/fdinfo/1`, 'utf8'))
+    assert.ok(flags !== null && (parseInt(flags[1]!, 8) & 0o4000) !== 0, `the server's stdout is non-blocking (flags ${flags?.[1]})`)
+    server.child.stdout!.pause() // the pipe (64 KiB) fills, then stays full
+    // 1,500 access lines of ~200 bytes (/healthz: not rate-limited): several times what the pipe
+    // holds. A write that waited for the reader would hang the event loop, and these requests with it.
+    for (let i = 0; i < 150; i++) {
+      const answers = await Promise.all(Array.from({ length: 10 }, async () => {
+        const res = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(20_000) })
+        await res.arrayBuffer()
+        return res.status
+      }))
+      assert.deepEqual(answers, Array(10).fill(200))
+    }
+    // The reader comes back: every line held meanwhile arrives (EAGAIN retried, nothing dropped).
+    server.child.stdout!.resume()
+    const count = () => server.stdout().split('\n').filter(line => line.includes('"url":"/healthz"')).length
+    for (let i = 0; i < 200 && count() < 1500; i++) await new Promise(resolve => setTimeout(resolve, 50))
+    assert.equal(count(), 1500)
   })
 })
