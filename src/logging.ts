@@ -46,7 +46,9 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
   }
   // Bounded: a reader of stdout that stops reading (a stuck log shipper) must not grow this process's
   // memory without end; past LOG_BUFFER_MAX_BYTES buffered, lines are dropped.
-  const stream = new LogDestination(1, LOG_BUFFER_MAX_BYTES)
+  // process.stdout's fd: opening the stream (if stdoutIsTTY did not) makes a pipe non-blocking, which
+  // the destination's writes to a pipe rely on (test/server/broken-stdout.test.ts checks the flag).
+  const stream = new LogDestination(process.stdout.fd, LOG_BUFFER_MAX_BYTES)
   return {
     options: { level: config.logLevel, stream },
     end: async () => {
