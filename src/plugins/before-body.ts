@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
@@ -11,8 +11,8 @@ const awaitingContinue = new WeakSet<IncomingMessage>()
 /** Requests with an expectation other than 100-continue. */
 const unmetExpectation = new WeakSet<IncomingMessage>()
 
-/** Whether the request carries a body (declared by its length or sent chunked). */
-export function hasBody (request: FastifyRequest): boolean {
+/** Whether the request carries a body (declared by its length or sent chunked); the fast lane asks it too. */
+export function hasBody (request: { headers: IncomingHttpHeaders }): boolean {
   const length = request.headers['content-length']
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
@@ -10,17 +11,20 @@ import { repeatedSingleton } from './repeated-headers.js'
  * `requireHostHeader` in app.ts) or with a repeated Host, Authorization or Content-Type (see
  * repeated-headers.ts), and CONNECT routed like any other method instead of a dropped connection.
  */
+/** What is wrong at the edge of a request (a missing or repeated singleton header), or undefined; the fast lane asks it too. */
+export function edgeProblem (req: IncomingMessage): string | undefined {
+  if (req.headers.host === undefined && req.httpVersion === '1.1') return 'an HTTP/1.1 request needs a Host header'
+  const repeated = repeatedSingleton(req.rawHeaders)
+  return repeated === undefined ? undefined : `the ${repeated} header must be sent once`
+}
+
 async function hardening (app: FastifyInstance): Promise<void> {
   app.checkOnArrival((request, reply) => {
     reply.header('x-content-type-options', 'nosniff')
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+    const problem = edgeProblem(request.raw)
+    if (problem !== undefined) {
       reply.header('connection', 'close')
-      throw new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')
-    }
-    const repeated = repeatedSingleton(request.raw.rawHeaders)
-    if (repeated !== undefined) {
-      reply.header('connection', 'close')
-      throw new ApiError('bad_request', `the ${repeated} header must be sent once`)
+      throw new ApiError('bad_request', problem)
     }
   })
   const onConnect = connectAsRequest(app)

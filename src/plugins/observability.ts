@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { accessLogger } from '../access-line.js'
 import { redactUrl } from '../services/redact.js'
@@ -8,6 +8,12 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The Prometheus counters of this app; plugins count what they refuse (rate limits, overload, store errors). */
     metrics: Metrics
+    /**
+     * Records a finished request: counted in the metrics (by method, route template, status and
+     * latency in ms), and its access line written. `log` is the request's logger, or its id for a
+     * request the fast lane answered (access-line.ts); `keyId` 0: no key; `url` as received.
+     */
+    recordResponse: (log: FastifyBaseLogger | string, keyId: number, method: string, route: string | undefined, url: string, status: number, ms: number) => void
   }
 }
 
@@ -20,20 +26,15 @@ async function observability (app: FastifyInstance, opts: { metrics: Metrics }):
   const { metrics } = opts
   app.decorate('metrics', metrics)
   const access = accessLogger(app.log)
+  // The one place both Fastify's requests and the fast lane's are recorded: same counts, same line.
+  const record = (log: FastifyBaseLogger | string, keyId: number, method: string, route: string | undefined, url: string, status: number, ms: number): void => {
+    metrics.observe(method, route, status, ms)
+    access(log, { keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(url), status, ms: Math.round(ms * 100) / 100 })
+  }
+  app.decorate('recordResponse', record)
   app.addHook('onResponse', (request, reply, done) => {
     // Read once: request.routeOptions builds a new object on every read.
-    const route = request.routeOptions.url
-    const ms = reply.elapsedTime
-    const status = reply.statusCode
-    metrics.observe(request.method, route, status, ms)
-    access(request.log, {
-      keyId: request.apiKeyId === 0 ? undefined : request.apiKeyId,
-      method: request.method,
-      route,
-      url: redactUrl(request.originalUrl),
-      status,
-      ms: Math.round(ms * 100) / 100
-    })
+    record(request.log, request.apiKeyId, request.method, request.routeOptions.url, request.originalUrl, reply.statusCode, reply.elapsedTime)
     done()
   })
 }

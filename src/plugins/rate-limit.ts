@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Metrics } from './metrics.js'
-import { MemoryWindows } from './rate-windows.js'
+import { MemoryWindows, type WindowCount } from './rate-windows.js'
 
 /** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
 interface Verdict { remaining: number, ttl: number, exceeded: boolean }
@@ -30,9 +30,14 @@ declare module 'fastify' {
 export class RateLimits {
   private readonly blocked = new Map<string, number>()
   private lastRedisWarning = 0
+  private keyMax = 0
 
   private keyLimit: Count | undefined
   private addressLimit: Count | undefined
+  /** The per-key windows when counted in memory (the fast lane counts only there); undefined with Redis or no limit. */
+  private keyWindows: MemoryWindows | undefined
+  /** Whether every count is made in memory (or not at all): false with Redis. */
+  private inMemory = true
 
   private constructor (
     private readonly keyPolicy: string,
@@ -45,16 +50,19 @@ export class RateLimits {
   static async install (app: FastifyInstance, config: Readonly<Config>, metrics: Metrics): Promise<RateLimits> {
     const { max, anonMax, windowMs } = config.rateLimit
     const windowS = Math.ceil(windowMs / 1000)
-    const keyOf = (req: FastifyRequest): string => `key:${req.apiKeyId}`
+    const keyOf = (req: FastifyRequest): string => keyWindow(req.apiKeyId)
     const addressOf = (req: FastifyRequest): string => `addr:${req.ip}`
     const limits: RateLimits = new RateLimits(`"key";q=${max};w=${windowS}`, `"address";q=${anonMax};w=${windowS}`, metrics, app.log)
     if (config.redisUrl !== undefined && (max > 0 || anonMax > 0)) {
+      limits.inMemory = false
       const count = await redisCounting(app, config.redisUrl, windowMs, (err) => limits.redisFailed(err))
       limits.keyLimit = max > 0 ? count(max, keyOf) : undefined
       limits.addressLimit = anonMax > 0 ? count(anonMax, addressOf) : undefined
     } else {
-      limits.keyLimit = max > 0 ? memoryCounting(max, windowMs, keyOf) : undefined
-      limits.addressLimit = anonMax > 0 ? memoryCounting(anonMax, windowMs, addressOf) : undefined
+      limits.keyWindows = max > 0 ? new MemoryWindows(windowMs) : undefined
+      limits.keyMax = max
+      limits.keyLimit = limits.keyWindows === undefined ? undefined : memoryCounting(max, limits.keyWindows, keyOf)
+      limits.addressLimit = anonMax > 0 ? memoryCounting(anonMax, new MemoryWindows(windowMs), addressOf) : undefined
     }
     return limits
   }
@@ -117,8 +125,30 @@ export class RateLimits {
   private keyUseCounted (reply: FastifyReply, v: Verdict | undefined): void {
     if (v === undefined) return
     reply.header('ratelimit-policy', this.keyPolicy)
-    reply.header('ratelimit', `"key";r=${v.remaining};t=${Math.ceil(v.ttl / 1000)}`)
+    reply.header('ratelimit', keyRemaining(v))
     if (v.exceeded) throw this.refuse('key', v.ttl)
+  }
+
+  /**
+   * For the fast lane (fast-lane.ts), before it decides to answer: whether it can apply these limits
+   * to a request with this valid key exactly as the policy would, with no side effect. Only when
+   * they are counted in memory (Redis counts are asynchronous), no address is blocked (the policy's
+   * first step, which the lane leaves to it), and this request would not be over the key's limit
+   * (the 429 is the policy's to answer, counted once, there).
+   */
+  fastCountable (keyId: number, now: number): boolean {
+    if (!this.inMemory || this.blocked.size > 0) return false
+    return this.keyWindows === undefined || !verdict(this.keyMax, this.keyWindows.peek(keyWindow(keyId), now)).exceeded
+  }
+
+  /**
+   * For the fast lane, once it answers: counts the request against its key (as countKeyUse does)
+   * and sets the same two headers, in the same order, on `headers`.
+   */
+  countFast (keyId: number, now: number, headers: Record<string, string>): void {
+    if (this.keyWindows === undefined) return
+    headers['ratelimit-policy'] = this.keyPolicy
+    headers.ratelimit = keyRemaining(verdict(this.keyMax, this.keyWindows.hit(keyWindow(keyId), now)))
   }
 
   /** Redis unreachable for a count: the request is let through (availability over strictness), and that is said. */
@@ -141,13 +171,20 @@ export class RateLimits {
   }
 }
 
+/** The window of an API key's requests. */
+const keyWindow = (keyId: number): string => `key:${keyId}`
+
+/** The RateLimit header value of a key's count. */
+const keyRemaining = (v: Verdict): string => `"key";r=${v.remaining};t=${Math.ceil(v.ttl / 1000)}`
+
+/** A window's count against a limit of `max`. */
+function verdict (max: number, w: WindowCount): Verdict {
+  return { remaining: Math.max(0, max - w.current), ttl: w.ttl, exceeded: w.current > max }
+}
+
 /** Counting in process memory (rate-windows.ts): synchronous, one Map lookup per request. */
-function memoryCounting (max: number, windowMs: number, id: (req: FastifyRequest) => string): Count {
-  const windows = new MemoryWindows(windowMs)
-  return (req) => {
-    const w = windows.hit(id(req))
-    return { remaining: Math.max(0, max - w.current), ttl: w.ttl, exceeded: w.current > max }
-  }
+function memoryCounting (max: number, windows: MemoryWindows, id: (req: FastifyRequest) => string): Count {
+  return (req) => verdict(max, windows.hit(id(req)))
 }
 
 /**

@@ -6,7 +6,7 @@ import { etagOf, strongEtag } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
 import {
   ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
-  PetSchema, PetsSchema, type NewPet, type Pet
+  PetSchema, PetsSchema, type NewPet, type Pet, type PetStatus
 } from '../schemas/pets.js'
 import { Ref } from '../schemas/common.js'
 import { errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
@@ -16,6 +16,8 @@ import type { Store } from '../store/store.js'
 
 // Reads carry a strong ETag and revalidate (see plugins/etag.ts).
 const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl }
+/** getPet's Link, on every response of that operation. */
+const SUCCESSOR = '</v1/pets>; rel="successor-version"'
 
 export interface PetRoutesOptions {
   store: Store
@@ -29,6 +31,23 @@ export interface PetRoutesOptions {
   metrics: Metrics
   /** How long an Idempotency-Key is remembered (at least 24 h). */
   idempotencyTtlMs: number
+  /** Given (FAST_READS=on): these routes' cached reads are also answered there (fast-lane.ts). */
+  lane?: { serveReads: (reads: PetReadsLane) => void }
+}
+
+/**
+ * What the fast lane (fast-lane.ts) needs to answer a cached getPet or listPets as these routes
+ * would, from the same values as their handlers and hooks below. The lookups have no side effect;
+ * the lane calls send* only once it answers, and they count what the routes count and set, in the
+ * routes' order, the headers the routes set after the rate-limit ones (a 304 has no Content-Type).
+ */
+export interface PetReadsLane {
+  /** getPet: the cached representation; undefined when Fastify must answer (not cached; past the sunset: 410). */
+  pet: (id: bigint) => Representation | undefined
+  /** listPets: the cached page for these validated values; undefined when Fastify must answer (not cached; a cursor refused: 400). */
+  page: (limit: number, status: PetStatus | undefined, cursor: string | undefined) => Representation | undefined
+  sendPet: (rep: Representation, keyId: number, headers: Record<string, string>, notModified: boolean) => void
+  sendPage: (rep: Representation, headers: Record<string, string>, notModified: boolean) => void
 }
 
 /** The key itself: the header value without the structured-field quotes (the schema checked it). */
@@ -47,11 +66,13 @@ function represent (reply: FastifyReply, payload: Pet | Pet[], link?: string): R
   return { body, etag: etagOf(body), link }
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8'
+
 /** Sends a representation as it is: no serialization, no hashing (strongEtag sees the ETag already set). */
 function send (reply: FastifyReply, rep: Representation): Buffer {
   reply.header('etag', rep.etag)
   if (rep.link !== undefined) reply.header('link', rep.link)
-  reply.header('content-type', 'application/json; charset=utf-8')
+  reply.header('content-type', JSON_TYPE)
   return rep.body
 }
 
@@ -63,6 +84,9 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   // against the schema the route declares.
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
+  /** Where a page starts: null for the first, the cursor's last id, or undefined for a cursor refused. */
+  const afterIdOf = (cursor: string | undefined, status: PetStatus | undefined): bigint | null | undefined =>
+    cursor === undefined ? null : cursors.decode(cursor, status)
 
   app.get('/pets', {
     schema: {
@@ -84,12 +108,8 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     onSend: strongEtag
   }, (request, reply) => {
     const q = request.query
-    let afterId: bigint | null = null
-    if (q.cursor !== undefined) {
-      const decoded = cursors.decode(q.cursor, q.status)
-      if (decoded === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
-      afterId = decoded
-    }
+    const afterId = afterIdOf(q.cursor, q.status)
+    if (afterId === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
     const rep = reads.page({ afterId, limit: q.limit, status: q.status }, (pets, last) => {
       if (last === undefined) return represent(reply, pets)
       const status = q.status === undefined ? '' : `&status=${q.status}`
@@ -149,6 +169,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const deprecationHeaders = { Deprecation: Headers.deprecation, Sunset: Headers.sunset, Link: Headers.linkSuccessor }
   const deprecation = `@${Math.floor(opts.getPetDeprecatedAt.getTime() / 1000)}`
   const sunset = opts.getPetSunsetAt.toUTCString()
+  const pastSunset = (): boolean => opts.now() >= opts.getPetSunsetAt.getTime()
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet',
@@ -171,13 +192,13 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     onSend: [(_request, reply, payload, done) => {
       reply.header('deprecation', deprecation)
       reply.header('sunset', sunset)
-      reply.header('link', '</v1/pets>; rel="successor-version"')
+      reply.header('link', SUCCESSOR)
       done(null, payload)
     }, strongEtag],
     onRequest: (request, _reply, done) => {
       // After authentication (scope hook): who still calls the deprecated operation, 410s included.
       metrics.countGetPetCall(request.apiKeyId)
-      if (opts.now() >= opts.getPetSunsetAt.getTime()) {
+      if (pastSunset()) {
         done(new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`))
         return
       }
@@ -192,5 +213,30 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       if (found === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
       return send(reply, found)
     })
+  })
+
+  opts.lane?.serveReads({
+    pet: (id) => pastSunset() ? undefined : reads.cachedPet(id),
+    page: (limit, status, cursor) => {
+      const afterId = afterIdOf(cursor, status)
+      return afterId === undefined ? undefined : reads.cachedPage({ afterId, limit, status })
+    },
+    // The same headers as the getPet route: send(), then its onSend hooks (deprecation, strongEtag).
+    sendPet: (rep, keyId, headers, notModified) => {
+      metrics.countGetPetCall(keyId)
+      reads.countHit('pet')
+      headers.etag = rep.etag
+      if (!notModified) headers['content-type'] = JSON_TYPE
+      headers.deprecation = deprecation
+      headers.sunset = sunset
+      headers.link = SUCCESSOR
+    },
+    // The same headers as the listPets route: send(), then strongEtag.
+    sendPage: (rep, headers, notModified) => {
+      reads.countHit('page')
+      headers.etag = rep.etag
+      if (rep.link !== undefined) headers.link = rep.link
+      if (!notModified) headers['content-type'] = JSON_TYPE
+    }
   })
 }

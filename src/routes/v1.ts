@@ -6,13 +6,15 @@ import { CursorCodec } from '../services/cursor.js'
 import { PetReads } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
-import petRoutes from './pets.js'
+import petRoutes, { type PetRoutesOptions } from './pets.js'
 
 export interface V1Options {
   config: Readonly<Config>
   store: Store
   /** The clock (ms since epoch), injectable so tests can cross the getPet sunset. */
   now: () => number
+  /** The fast lane, when on: the pet routes give it their cached reads. */
+  lane?: PetRoutesOptions['lane']
 }
 
 /**
@@ -34,7 +36,8 @@ export default async function v1Routes (app: FastifyInstance, opts: V1Options): 
     getPetSunsetAt: config.getPetSunsetAt,
     now,
     metrics: app.metrics,
-    idempotencyTtlMs: config.idempotencyTtlMs
+    idempotencyTtlMs: config.idempotencyTtlMs,
+    lane: opts.lane
   })
   await app.register(idempotencyPurge, { store, ttlMs: config.idempotencyTtlMs, now })
   await app.register(orderRoutes)

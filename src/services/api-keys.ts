@@ -81,11 +81,9 @@ export class ApiKeyVerifier {
    */
   check (key: string): number | undefined | Promise<number | undefined> {
     const now = Date.now()
-    // Keyed by the key as sent, so a hit costs one Map lookup and no hashing; the key is only held
-    // in this process's memory (the store keeps hashes), and an entry is trusted for at most ttlMs.
-    const hit = this.cache.get(key)
-    if (hit !== undefined && hit.expires > now) {
-      if (hit.id !== undefined) this.usedAt.set(hit.id, now)
+    const hit = this.fresh(key, now)
+    if (hit !== undefined) {
+      if (hit.id !== undefined) this.used(hit.id, now)
       return hit.id
     }
     if (!API_KEY_PATTERN.test(key)) return undefined
@@ -98,6 +96,30 @@ export class ApiKeyVerifier {
       if (id !== undefined) this.usedAt.set(id, now)
       return id
     })
+  }
+
+  /**
+   * The cached answer for this key while it is trusted. Keyed by the key as sent, so a hit costs one
+   * Map lookup and no hashing; the key is only held in this process's memory (the store keeps
+   * hashes), and an entry is trusted for at most ttlMs.
+   */
+  private fresh (key: string, now: number): CacheEntry | undefined {
+    const hit = this.cache.get(key)
+    return hit !== undefined && hit.expires > now ? hit : undefined
+  }
+
+  /**
+   * For the fast lane (fast-lane.ts): the key's id when the cache trusts it as valid now, answered
+   * with no side effect (undefined: invalid, revoked, not cached or expired; check() then decides).
+   * The lane records the use (used()) only when it answers the request.
+   */
+  cachedId (key: string, now: number): number | undefined {
+    return this.fresh(key, now)?.id
+  }
+
+  /** Records a use of the key at `now` (flushed to the store as its last use). */
+  used (id: number, now: number): void {
+    this.usedAt.set(id, now)
   }
 
   private async lookup (key: string): Promise<number | undefined> {

@@ -58,6 +58,9 @@ export const ENTRY_OVERHEAD = 768
 
 const sizeOf = (rep: Representation): number => rep.body.byteLength + (rep.link?.length ?? 0) + ENTRY_OVERHEAD
 
+const petKey = (id: bigint): string => `p${id}`
+const pageKey = (q: PageQuery): string => `l${q.status ?? ''}:${q.afterId ?? ''}:${q.limit}`
+
 export class PetReads {
   private readonly cache: LRUCache<string, Representation> | undefined
   private readonly counters: Metrics['readCache']
@@ -74,7 +77,7 @@ export class PetReads {
    * Promise of the store's answer.
    */
   pet (id: bigint, render: (pet: Pet) => Representation): Representation | Promise<Representation | undefined> {
-    const key = `p${id}`
+    const key = petKey(id)
     const hit = this.cache?.get(key)
     if (hit !== undefined) {
       this.counters.pet.hits.inc()
@@ -94,7 +97,7 @@ export class PetReads {
    * gets the page's pets and, when more follow, the last of them (the next page starts after it).
    */
   page (q: PageQuery, render: (pets: Pet[], last: Pet | undefined) => Representation): Representation | Promise<Representation> {
-    const key = `l${q.status ?? ''}:${q.afterId ?? ''}:${q.limit}`
+    const key = pageKey(q)
     const hit = this.cache?.get(key)
     if (hit !== undefined) {
       this.counters.page.hits.inc()
@@ -108,5 +111,23 @@ export class PetReads {
       this.cache?.set(key, rep)
       return rep
     })
+  }
+
+  /**
+   * For the fast lane (fast-lane.ts), which must not count a lookup it then hands to Fastify: the
+   * cached representation of getPet (kind 'pet') or listPets (kind 'page'), or undefined, counted
+   * as nothing. The lane counts the hit (countHit) only when it answers; a miss goes to Fastify,
+   * whose pet()/page() count it as always.
+   */
+  cachedPet (id: bigint): Representation | undefined {
+    return this.cache?.get(petKey(id))
+  }
+
+  cachedPage (q: PageQuery): Representation | undefined {
+    return this.cache?.get(pageKey(q))
+  }
+
+  countHit (kind: 'pet' | 'page'): void {
+    this.counters[kind].hits.inc()
   }
 }

@@ -1,0 +1,273 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { copyFileSync, existsSync } from 'node:fs'
+import { request } from 'node:http'
+import { join } from 'node:path'
+import { describe, it, type TestContext } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { Metrics } from '../../src/plugins/metrics.js'
+import { createApiKey } from '../../src/services/api-keys.js'
+import { openStore } from '../../src/store/index.js'
+import { tempDir } from '../helpers/app.js'
+import { type RunningServer, startServer, waitForOutput } from '../helpers/process.js'
+
+/*
+ * The fast lane (src/fast-lane.ts) must answer exactly as Fastify would. Two servers, one with the
+ * lane (FAST_READS=on, the default) and one without, on copies of one database (same keys, pets and
+ * cursor key), get the same requests one after the other; every answer must be the same, apart
+ * from what differs between any two answers (Date, a generated request id, the seconds left in a
+ * rate-limit window); then their access lines and metrics must be the same, and the lane must have
+ * answered some of them (petstore_fast_lane_responses_total), or the comparison would prove nothing.
+ */
+
+interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
+type Headers = Record<string, string> | string[]
+
+/** One request on a fresh connection; `headers` as an object or as raw name/value pairs (to repeat one). */
+function call (base: string, method: string, path: string, headers: Headers = {}, body?: string): Promise<Answer> {
+  const url = new URL(base)
+  return new Promise((resolve, reject) => {
+    const raw = Array.isArray(headers) ? [...headers, 'connection', 'close'] : { connection: 'close', ...headers }
+    const req = request({ host: url.hostname, port: url.port, method, path, headers: raw, agent: false }, (res) => {
+      let data = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => { data += d })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** An answer without what differs between any two answers of one server too. */
+function comparable (a: Answer): Answer {
+  const headers = { ...a.headers }
+  delete headers.date
+  delete headers.connection
+  delete headers['keep-alive']
+  if (typeof headers['x-request-id'] === 'string' && UUID.test(headers['x-request-id'])) headers['x-request-id'] = '(generated)'
+  if (typeof headers.ratelimit === 'string') headers.ratelimit = headers.ratelimit.replace(/;t=\d+$/, ';t=(s)')
+  if (headers['retry-after'] !== undefined && a.status === 429) headers['retry-after'] = '(s)'
+  return { status: a.status, headers, body: a.status === 429 ? a.body.replace(/\d+ s\b/, '(s) s') : a.body }
+}
+
+interface Pair { lane: RunningServer, fastify: RunningServer, metricsUrl: { lane: string, fastify: string } }
+
+/** The same request to both servers (the lane's first), the answers compared; the lane's answer is returned. */
+async function same (pair: Pair, method: string, path: string, headers: Headers = {}, body?: string): Promise<Answer> {
+  const a = await call(pair.lane.url, method, path, headers, body)
+  const b = await call(pair.fastify.url, method, path, headers, body)
+  assert.deepEqual(comparable(a), comparable(b), `${method} ${path} ${JSON.stringify(headers)}`)
+  return a
+}
+
+async function metricsUrl (server: RunningServer): Promise<string> {
+  await waitForOutput(server, /"msg":"metrics listening"/)
+  return /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening"/.exec(server.stdout())![1]!
+}
+
+/** The series both servers must agree on: every request, rate-limit, getPet and read-cache count (latency: only how many). */
+async function countedSeries (url: string): Promise<string[]> {
+  const text = await (await fetch(url)).text()
+  return text.split('\n').filter(l => /^petstore_(http_requests_total|http_request_duration_seconds_count|rate_limited_total|deprecated_getpet_calls_total|read_cache_(hits|misses)_total|overload_rejections_total|store_errors_total)/.test(l)).sort()
+}
+
+async function laneAnswers (url: string): Promise<number> {
+  const text = await (await fetch(url)).text()
+  return Number(/^petstore_fast_lane_responses_total (\d+)$/m.exec(text)?.[1] ?? NaN)
+}
+
+/** The access lines a server wrote, without what differs between runs (time, pid, latency, a generated id). */
+function accessLines (stdout: string): unknown[] {
+  return stdout.split('\n').filter(l => l.includes('"msg":"request completed"')).map(l => {
+    const { time, pid, ms, ...rest } = JSON.parse(l) as Record<string, unknown>
+    assert.equal(typeof time, 'number')
+    assert.equal(typeof pid, 'number')
+    assert.equal(typeof ms, 'number')
+    return { ...rest, reqId: UUID.test(String(rest.reqId)) ? '(generated)' : rest.reqId }
+  })
+}
+
+interface Seeded { db: string, keys: Record<'main' | 'limited' | 'later' | 'revoked', string>, laterId: number }
+
+/** A database with keys, 25 pets and the cursor key, copied for the second server. */
+async function seed (t: TestContext): Promise<Seeded & { copy: string }> {
+  const dir = tempDir(t)
+  const db = join(dir, 'lane.db')
+  const store = await openStore(loadConfig({ DATABASE_URL: `sqlite:${db}` }))
+  const keys: Partial<Seeded['keys']> = {}
+  let laterId = 0
+  try {
+    for (const name of ['main', 'limited', 'later', 'revoked'] as const) {
+      const { key, record } = await createApiKey(store, name)
+      keys[name] = key
+      if (name === 'later') laterId = record.id
+      if (name === 'revoked') await store.revokeApiKey(record.id, new Date())
+    }
+    const statuses = ['available', 'pending', 'sold'] as const
+    for (let i = 0; i < 25; i++) await store.createPet({ name: `pet ${i}`, categoryId: BigInt(i % 4), status: statuses[i % 3]! })
+    await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))
+  } finally {
+    await store.close()
+  }
+  const copy = join(dir, 'fastify.db')
+  copyFileSync(db, copy)
+  for (const ext of ['-wal', '-shm']) if (existsSync(db + ext)) copyFileSync(db + ext, copy + ext)
+  return { db, copy, keys: keys as Seeded['keys'], laterId }
+}
+
+async function revoke (db: string, id: number): Promise<void> {
+  const store = await openStore(loadConfig({ DATABASE_URL: `sqlite:${db}` }))
+  try {
+    assert.ok(await store.revokeApiKey(id, new Date()))
+  } finally {
+    await store.close()
+  }
+}
+
+const LINK = /<([^>]+)>; rel="next"/
+
+describe('the fast lane answers as Fastify would (compiled server, over HTTP)', () => {
+  it('gives the same status, headers, body, access line and metrics for reads, misses, 304s, bad queries, bad keys and limits', async (t) => {
+    const s = await seed(t)
+    const env = { METRICS_PORT: '0', RATE_LIMIT_MAX: '40', RATE_LIMIT_ANON_MAX: '30', KEY_CACHE_TTL_MS: '1000' }
+    const lane = await startServer(t, { ...env, DATABASE_URL: `sqlite:${s.db}` })
+    const fastify = await startServer(t, { ...env, DATABASE_URL: `sqlite:${s.copy}`, FAST_READS: 'off' })
+    const pair: Pair = { lane, fastify, metricsUrl: { lane: await metricsUrl(lane), fastify: await metricsUrl(fastify) } }
+    const auth = { authorization: `Bearer ${s.keys.main}` }
+
+    // Reads: a miss (the store), then hits (the lane's), getPet and pages (a full one is cached, the last is not).
+    for (let i = 0; i < 3; i++) await same(pair, 'GET', '/v1/pets/1', auth)
+    await same(pair, 'GET', '/v1/pets/25', auth)
+    await same(pair, 'GET', '/v1/pets/26', auth)
+    let page = await same(pair, 'GET', '/v1/pets', auth)
+    page = await same(pair, 'GET', '/v1/pets', auth)
+    assert.equal(page.status, 200)
+    let next = await same(pair, 'GET', '/v1/pets?limit=10', auth)
+    for (let i = 0; i < 4 && next.headers.link !== undefined; i++) {
+      const link = LINK.exec(String(next.headers.link))![1]!
+      await same(pair, 'GET', link, auth)
+      next = await same(pair, 'GET', link, auth)
+    }
+    await same(pair, 'GET', '/v1/pets?status=sold&limit=3', auth)
+    const sold = await same(pair, 'GET', '/v1/pets?limit=3&status=sold', auth)
+    const soldNext = LINK.exec(String(sold.headers.link))![1]!
+    await same(pair, 'GET', soldNext, auth)
+    await same(pair, 'GET', soldNext, auth)
+    // The cursor of one filter under another: 400 from the handler.
+    await same(pair, 'GET', soldNext.replace('status=sold', 'status=pending'), auth)
+    await same(pair, 'GET', soldNext.replace('&status=sold', ''), auth)
+
+    // Conditional reads: 304 on a match, weak or *, 200 otherwise; If-Match 200 or 412.
+    const pet = await same(pair, 'GET', '/v1/pets/2', auth)
+    await same(pair, 'GET', '/v1/pets/2', auth)
+    const etag = String(pet.headers.etag)
+    const pageEtag = String(page.headers.etag)
+    for (const inm of [etag, `W/${etag}`, '*', `"x", ${etag}`, '"other"', '']) {
+      await same(pair, 'GET', '/v1/pets/2', { ...auth, 'if-none-match': inm })
+      await same(pair, 'GET', '/v1/pets', { ...auth, 'if-none-match': inm === etag ? pageEtag : inm })
+    }
+    await same(pair, 'GET', '/v1/pets/2', { ...auth, 'if-match': etag })
+    await same(pair, 'GET', '/v1/pets/2', { ...auth, 'if-match': '"stale"' })
+    await same(pair, 'GET', '/v1/pets', { ...auth, 'if-match': '"stale"' })
+
+    // Queries and paths the lane must leave to Fastify (400, 404, 405, or a 200 it does not read itself).
+    for (const path of [
+      '/v1/pets?limit=0', '/v1/pets?limit=101', '/v1/pets?limit=020', '/v1/pets?limit=20&limit=20', '/v1/pets?limit=%32%30',
+      '/v1/pets?limit=', '/v1/pets?limit', '/v1/pets?', '/v1/pets?limit=20&', '/v1/pets?foo=1', '/v1/pets?status=bogus',
+      '/v1/pets?status=sold&status=sold', '/v1/pets?cursor=AAAA', '/v1/pets?cursor=', '/v1/pets?cursor=a%2Bb', '/v1/pets?limit=+20',
+      '/v1/pets/', '/v1/pets/01', '/v1/pets/0', '/v1/pets/-1', '/v1/pets/%31', '/v1/pets/1?x=1', '/v1/pets/1.0',
+      '/v1/pets/99999999999999999999', '/v1/pets//1', '/v1//pets/1', '/V1/pets/1', '/v1/pets/1/', '/v1/pets/1;x', '/v1/pets/1#x'
+    ]) await same(pair, 'GET', path, auth)
+    await same(pair, 'HEAD', '/v1/pets/1', auth)
+    await same(pair, 'HEAD', '/v1/pets', auth)
+    await same(pair, 'DELETE', '/v1/pets/1', auth)
+
+    // Headers that change the answer, or that the lane leaves to Fastify.
+    for (const id of ['client-id.1', 'bad id', 'psk_looks_like_a_key', 'x'.repeat(129)]) await same(pair, 'GET', '/v1/pets/1', { ...auth, 'x-request-id': id })
+    await same(pair, 'GET', '/v1/pets/1', { ...auth, expect: '100-continue' })
+    await same(pair, 'GET', '/v1/pets/1', { ...auth, expect: 'something' })
+    await same(pair, 'GET', '/v1/pets/1', { ...auth, 'content-length': '2' }, '{}')
+    await same(pair, 'GET', '/v1/pets/1', { ...auth, 'content-length': '0' })
+    await same(pair, 'GET', '/v1/pets/1', { ...auth, 'transfer-encoding': 'chunked' }, '')
+    await same(pair, 'GET', '/v1/pets/1', { ...auth, origin: 'https://elsewhere.example' })
+    await same(pair, 'GET', '/v1/pets/1', { ...auth, 'accept-version': '1.x' })
+    await same(pair, 'GET', '/v1/pets/1', ['authorization', auth.authorization, 'authorization', auth.authorization])
+    await same(pair, 'GET', '/v1/pets/1', ['host', 'a', 'host', 'b', 'authorization', auth.authorization])
+
+    // Keys: none, another scheme, malformed, unknown, revoked before, and revoked after use (once the cache's trust ran out).
+    for (const authorization of [undefined, 'Basic abc', 'Bearer', 'Bearer psk_!!', `Bearer psk_${'A'.repeat(43)}`, `Bearer ${s.keys.revoked}`, `bearer  ${s.keys.main}`]) {
+      await same(pair, 'GET', '/v1/pets/1', authorization === undefined ? {} : { authorization })
+      await same(pair, 'GET', '/v1/pets', authorization === undefined ? {} : { authorization })
+    }
+    const later = { authorization: `Bearer ${s.keys.later}` }
+    await same(pair, 'GET', '/v1/pets/1', later)
+    await same(pair, 'GET', '/v1/pets/1', later)
+    await Promise.all([revoke(s.db, s.laterId), revoke(s.copy, s.laterId)])
+    await new Promise(resolve => setTimeout(resolve, 1100)) // past KEY_CACHE_TTL_MS: both servers must ask the store again
+    assert.equal((await same(pair, 'GET', '/v1/pets/1', later)).status, 401)
+
+    // A key's limit: counted once per request, the same remaining count on every answer, then 429.
+    const limited = { authorization: `Bearer ${s.keys.limited}` }
+    const statuses: number[] = []
+    for (let i = 0; i < 44; i++) statuses.push((await same(pair, 'GET', i % 2 === 0 ? '/v1/pets/3' : '/v1/pets?limit=10', limited)).status)
+    assert.deepEqual(statuses, [...Array(40).fill(200), 429, 429, 429, 429])
+
+    // The lane answered some of these (or this comparison proved nothing); the server without it, none.
+    const laneCount = await laneAnswers(pair.metricsUrl.lane)
+    assert.ok(laneCount >= 20, `the lane answered ${laneCount} requests`)
+    assert.equal(await laneAnswers(pair.metricsUrl.fastify), 0)
+    // Every other count the same: requests by route and status, latency counts, limits, getPet calls, cache hits and misses.
+    assert.deepEqual(await countedSeries(pair.metricsUrl.lane), await countedSeries(pair.metricsUrl.fastify))
+
+    // Last: an address over its failed-authentication budget (the lane steps aside while any address is blocked).
+    for (let i = 0; i < 32; i++) await same(pair, 'GET', '/v1/pets/1', { authorization: `Bearer psk_${'B'.repeat(43)}` })
+    await same(pair, 'GET', '/v1/pets/1', auth)
+    await same(pair, 'GET', '/v1/pets/1', { authorization: 'Bearer nope' })
+
+    // The same access lines, in the same order (written once the servers have ended).
+    for (const server of [lane, fastify]) {
+      server.child.kill('SIGTERM')
+      await server.exited
+    }
+    const lines = accessLines(lane.stdout())
+    assert.ok(lines.length > 150, `${lines.length} access lines`)
+    assert.deepEqual(lines, accessLines(fastify.stdout()))
+  })
+})
+
+describe('the fast lane and the getPet sunset (in process, over HTTP)', () => {
+  it('answers a cached getPet until the sunset, then leaves the 410 to Fastify, as without the lane', async (t) => {
+    const s = await seed(t)
+    let clock = Date.parse('2029-01-01T00:00:00Z')
+    const apps: FastifyInstance[] = []
+    const metrics: Metrics[] = []
+    for (const [db, fast] of [[s.db, 'on'], [s.copy, 'off']] as const) {
+      const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, FAST_READS: fast, GETPET_SUNSET_AT: '2030-01-01T00:00:00Z', EVENT_LOOP_MAX_DELAY_MS: '0' })
+      const store = await openStore(config)
+      const m = new Metrics(store)
+      const app = await buildApp({ config, store, now: () => clock, metrics: m })
+      t.after(() => app.close())
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      apps.push(app)
+      metrics.push(m)
+    }
+    const [lane, fastify] = apps.map(app => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`) as [string, string]
+    const pair = { lane: { url: lane }, fastify: { url: fastify } } as unknown as Pair
+    const auth = { authorization: `Bearer ${s.keys.main}` }
+    for (let i = 0; i < 3; i++) assert.equal((await same(pair, 'GET', '/v1/pets/4', auth)).status, 200)
+    assert.ok(metrics[0]!.fastLane.n >= 1, 'the lane answered a cached getPet before the sunset')
+    const before = metrics[0]!.fastLane.n
+    clock = Date.parse('2030-01-01T00:00:00Z')
+    assert.equal((await same(pair, 'GET', '/v1/pets/4', auth)).status, 410)
+    assert.equal(metrics[0]!.fastLane.n, before)
+    assert.equal(metrics[1]!.fastLane.n, 0)
+    const counted = async (m: Metrics) => (await m.registry.metrics()).split('\n').filter(l => /^petstore_(deprecated_getpet_calls_total|read_cache_(hits|misses)_total|http_requests_total)/.test(l)).sort()
+    assert.deepEqual(await counted(metrics[0]!), await counted(metrics[1]!))
+  })
+})
