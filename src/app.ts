@@ -49,9 +49,10 @@ export interface AppOptions {
 export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs }: AppOptions): Promise<FastifyInstance> {
   // The fast lane (fast-lane.ts): in front of Fastify's handler on the node:http server, it answers
   // the cached reads it can answer exactly as the plugins below would (by calling their functions),
-  // and hands every other request to Fastify before doing anything. Off with FAST_READS=off, and
-  // with CORS on (it does not do CORS).
-  const lane = config.fastReads && config.corsOrigins.length === 0 ? new FastLane() : undefined
+  // and hands every other request to Fastify before doing anything. Off with FAST_READS=off; with
+  // CORS on (it does not do CORS); and with HOST=localhost, where Fastify listens on every address
+  // of the name only with a server it made itself (a serverFactory's server gets the first alone).
+  const lane = config.fastReads && config.corsOrigins.length === 0 && config.host !== 'localhost' ? new FastLane() : undefined
   const app = Fastify(serverOptions(config, logger, lane))
   let built = false
   // The first onClose hook, so the last to run (Fastify runs them in reverse order of registration).

@@ -37,7 +37,8 @@ import type { Representation } from './services/pet-reads.js'
  * cache hit counted, the request id taken from X-Request-Id by the same rule, If-None-Match → 304,
  * the same headers in the same order, and on `finish` the same metrics and access line
  * (observability.ts). Every answer it gives is also counted in petstore_fast_lane_responses_total.
- * CORS is not among what it does: with CORS_ORIGINS set the lane is not installed (app.ts).
+ * CORS is not among what it does: with CORS_ORIGINS set the lane is not installed (app.ts), nor
+ * with HOST=localhost (Fastify binds each address of that name only with a server it made).
  * test/server/fast-lane.test.ts sends the same requests to a server with the lane and one without
  * and compares status, headers, bodies, log lines and metrics.
  */
