@@ -9,8 +9,12 @@
 // - one statement, named / unnamed: the insert sets what it needs with set_config and runs in its
 //   own implicit transaction (the store now: named directly, unnamed behind a pooler);
 // - PL/pgSQL function, unnamed: the same work in a function, whose plans PostgreSQL caches per
-//   server connection — the shape that would keep the saving behind a pooler (not built).
-// BENCH_SHAPES_BATCHES (1000), BENCH_SHAPES_ROUNDS (3), BENCH_SHAPES_ROWS (30).
+//   server connection — the shape that keeps the saving behind a pooler;
+// - set_config; migration 3 function, one simple-protocol message: the store now (insertMessage):
+//   a first statement sets synchronous_commit and statement_timeout, which the server arms for the
+//   function call after it; values written as literals (the simple protocol has no parameters).
+// BENCH_SHAPES_BATCHES (1000), BENCH_SHAPES_ROUNDS (3), BENCH_SHAPES_ROWS (30); BENCH_SHAPES_ONLY, a
+// regular expression, keeps the shapes whose name it matches.
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
@@ -21,10 +25,11 @@ import { createDatabase, DIST, log, requireBuild } from './lib.mjs'
 import { cpuMeter, serverPids } from './pg-reads-lib.mjs'
 
 requireBuild()
-const { PET_INSERT_LOCK_KEY } = await import(join(DIST, 'store/postgres/index.js'))
+const { PET_INSERT_LOCK_KEY, insertMessage, insertPrologue } = await import(join(DIST, 'store/postgres/index.js'))
 const BATCHES = Number(process.env.BENCH_SHAPES_BATCHES ?? 1000)
 const ROUNDS = Number(process.env.BENCH_SHAPES_ROUNDS ?? 3)
 const ROWS = Number(process.env.BENCH_SHAPES_ROWS ?? 30)
+const ONLY = new RegExp(process.env.BENCH_SHAPES_ONLY ?? '')
 
 const canPin = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0
 if (canPin) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
@@ -52,6 +57,8 @@ try {
         ORDER BY t.ord RETURNING id;
     END $f$`)
   const call = 'SELECT insert_pets($1::bytea[], $2::int8[], $3::text[], $4::int8, $5::text) AS id'
+  const prologue5000 = insertPrologue(5000)
+  const pets = () => Array.from({ length: ROWS }, () => ({ name: 'Rex', categoryId: 42n, status: 'pending' }))
   const values = () => [
     Array.from({ length: ROWS }, () => Buffer.from('Rex')), Array.from({ length: ROWS }, () => '42'),
     Array.from({ length: ROWS }, () => 'pending'), lock
@@ -62,13 +69,14 @@ try {
     'pipelined transaction, insert named': async () => await Promise.all([client.query(prologue), client.query({ name: 'pipelined', text: pipelined, values: values() }), client.query('COMMIT')]),
     'one statement, named': async () => await client.query({ name: 'single', text: single, values: [...values(), '5000'] }),
     'one statement, unnamed': async () => await client.query({ text: single, values: [...values(), '5000'] }),
-    'PL/pgSQL function, unnamed': async () => await client.query({ text: call, values: [...values(), '5000'] })
+    'PL/pgSQL function, unnamed': async () => await client.query({ text: call, values: [...values(), '5000'] }),
+    'set_config; migration 3 function, one simple-protocol message': async () => await client.query(insertMessage(prologue5000, pets()))
   }
   /** @type {Map<string, Array<{ pg: number, client: number }>>} */
   const results = new Map()
   const load0 = loadavg()
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, run] of Object.entries(shapes)) {
+    for (const [name, run] of Object.entries(shapes).filter(([n]) => ONLY.test(n))) {
       for (let i = 0; i < 20; i++) await run()
       const pgCpu = cpuMeter(() => serverPids(cluster.dir))
       const c0 = process.cpuUsage()

@@ -2,6 +2,7 @@ import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates, runCreateBatchAsync } from '../creates.js'
 import { type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
 import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, PoolStats, Store } from '../store.js'
+import { StoreUnavailableError } from '../../errors.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
@@ -16,37 +17,53 @@ import { PgSettingError, startFailure } from './start-failure.js'
 export const PET_INSERT_LOCK_KEY = 7_365_020_100_000_002n
 
 /**
- * The settings a pet insert's durability and bound rest on, set by the insert statement itself
- * (set_config(…, true): scoped to its transaction, so they hold whichever server connection a
- * pooler picks and leak to no other client), evaluated before the lock is asked for:
- * - synchronous_commit=on: the statement's commit (at its end: it runs in an implicit transaction of
- *   its own) flushes its WAL before the server answers, whatever the server or role default;
- * - lock_timeout: a batch waiting longer than PG_STATEMENT_TIMEOUT_MS for the insert lock gives up
- *   (55P03, a 503), with nothing written. It is read when a wait begins, so it bounds this
- *   statement's own wait — which statement_timeout, armed when a statement starts, would not.
- * checkSettings reads them back through the same expression at start-up.
+ * The first statement of a pet insert's message (PgDatabase.script): the settings its durability
+ * and bound rest on, set with set_config(…, true) — scoped to the message's implicit transaction, so
+ * they hold whichever server connection a pooler picks and leak to no other client:
+ * - synchronous_commit=on: the commit (when the message's last statement ends) flushes its WAL
+ *   before the server answers, whatever the server or role default;
+ * - statement_timeout: the insert (its wait for the insert lock included) is cut by the server past
+ *   PG_STATEMENT_TIMEOUT_MS (57014, a 503) and rolls back, writing nothing. The server arms a
+ *   statement's timer when the statement starts, so the setting bounds the statement after this one
+ *   (checkSettings makes sure it does, through whatever pooler).
+ * One SELECT rather than two SET LOCALs: measured cheaper for the server.
  */
-export const INSERT_SETTINGS = "SELECT set_config('synchronous_commit', 'on', true) AS sc, set_config('lock_timeout', $1::text, true) AS lt"
+export function insertPrologue (statementTimeoutMs: number): string {
+  return `SELECT set_config('synchronous_commit', 'on', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`
+}
 
-/*
- * One statement and one round trip per batch, in an implicit transaction: the settings, then the
- * lock in a CTE joined into the insert's source, then the insert, then (at the end of the statement)
- * the commit — so the lock is held for no client round trip, and the answer comes once the commit is
- * durable. The ORDER BY makes the source a Sort, which consumes all its input (the lock included)
- * before emitting a row, and PostgreSQL evaluates the volatile id default after that sort, in `ord`
- * order. So ids are drawn only under the lock, ascending in the order of the batch. A statement the
- * server refuses (a pooler's missing named statement included) writes nothing, so it can be retried.
- * Measured against BEGIN; SET LOCAL ×3; INSERT; COMMIT pipelined (docs/performance.md, "What a
- * PostgreSQL create costs"): one statement instead of six for the server, one query for the client.
+const STATUSES: ReadonlySet<string> = new Set(['available', 'pending', 'sold'])
+
+/** `\x` (bytea's hex input) inside a quoted array element (`\\x`) inside an E'' string (`\\\\x`). */
+const HEX_ELEMENT = '\\\\\\\\x'
+
+/**
+ * The batch as the insert function's arguments, written as SQL literals (the simple protocol takes
+ * no parameters; see insertPets). Each literal is built from a closed alphabet, checked here rather
+ * than trusted from the caller: names as the hex of their UTF-8 bytes (an E'' string, so the
+ * server's standard_conforming_strings does not matter), category ids as BigInt digits, statuses
+ * from the three the schema allows. Hand-written because pg's escapeLiteral would quote what needs
+ * no quoting, and nothing here can hold a quote.
  */
-const INSERT_PETS = `
-  WITH s AS MATERIALIZED (${INSERT_SETTINGS.replace('$1', '$5')}),
-  l AS MATERIALIZED (SELECT pg_advisory_xact_lock($4::int8) FROM s)
-  INSERT INTO pets (name, category_id, status)
-  SELECT t.name, t.category_id, t.status
-  FROM l, unnest($1::bytea[], $2::int8[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
-  ORDER BY t.ord
-  RETURNING id`
+function insertArguments (pets: NewPet[]): string {
+  let names = ''
+  let categoryIds = ''
+  let statuses = ''
+  for (const p of pets) {
+    if (typeof p.categoryId !== 'bigint') throw new TypeError('categoryId must be a BigInt')
+    if (!STATUSES.has(p.status)) throw new TypeError(`unknown status ${String(p.status)}`)
+    const sep = names === '' ? '' : ','
+    names += `${sep}"${HEX_ELEMENT}${Buffer.from(p.name, 'utf8').toString('hex')}"`
+    categoryIds += `${sep}${p.categoryId.toString()}`
+    statuses += `${sep}${p.status}`
+  }
+  return `E'{${names}}'::bytea[], '{${categoryIds}}'::int8[], '{${statuses}}'::text[], ${PET_INSERT_LOCK_KEY.toString()}`
+}
+
+/** The whole message of a pet insert (insertPets): `prologue` is insertPrologue(PG_STATEMENT_TIMEOUT_MS). */
+export function insertMessage (prologue: string, pets: NewPet[]): string {
+  return `${prologue}; SELECT array_to_string(petstore_insert_pets(${insertArguments(pets)}), ',') AS ids`
+}
 
 /**
  * The reads behind a read-cache miss. Each is served by an index in key order, with no sort and no
@@ -69,11 +86,11 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const
   private readonly creates: PetCreates
   private closed = false
-  /** lock_timeout of a pet insert (INSERT_SETTINGS), in ms as PostgreSQL reads it. */
-  private readonly lockTimeout: string
+  /** The first statement of every pet insert's message (insertPrologue). */
+  private readonly prologue: string
 
   private constructor (private readonly db: PgDatabase, statementTimeoutMs: number) {
-    this.lockTimeout = String(Math.trunc(statementTimeoutMs))
+    this.prologue = insertPrologue(statementTimeoutMs)
     this.creates = new PetCreates(async (items) =>
       items.every(i => i.idem === undefined)
         ? await this.insertPets(items.map(i => i.pet))
@@ -109,21 +126,20 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * A batch without Idempotency-Keys: one message, one round trip, in one implicit transaction —
+   * the settings (insertPrologue), then the insert function (migration 3, `petstore_insert_pets`),
+   * which takes the insert lock and then inserts, so the ids are drawn under the lock, ascending in
+   * the order of the batch; the commit at the end of the message is durable before the server
+   * answers, and the lock is released only after the commit is visible (the read cache's ordering
+   * argument, pet-reads.ts). The function's plan is kept per server connection, whatever pooler is
+   * in between (a named statement would not survive a transaction-mode pooler); the call itself is
+   * a short statement. A message the server refuses or cuts writes nothing.
+   */
   private async insertPets (pets: NewPet[]): Promise<bigint[]> {
-    const res = await this.db.query<{ id: bigint }>({
-      name: 'insert_pets',
-      stablePlan: true,
-      text: INSERT_PETS,
-      values: [
-        pets.map(p => Buffer.from(p.name, 'utf8')),
-        pets.map(p => p.categoryId.toString()),
-        pets.map(p => p.status),
-        PET_INSERT_LOCK_KEY.toString(),
-        this.lockTimeout
-      ]
-    })
-    // Ids were drawn ascending in batch order (see INSERT_PETS); RETURNING's row order is not promised.
-    return res.rows.map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    const res = await this.db.script<{ ids: string }>(insertMessage(this.prologue, pets))
+    // One row: the ids, ascending (array_agg … ORDER BY id in the function), as decimal digits.
+    return res.rows[0]!.ids.split(',').map(BigInt)
   }
 
   /**
@@ -277,7 +293,8 @@ export class PostgresStore implements Store {
 /**
  * Reads back what the durability and int64 promises rest on, as the writes set them (so through
  * whatever pooler is in between): inside a transaction begun as every write transaction is, and
- * inside a statement that sets them as a pet insert does (INSERT_SETTINGS); refuses to start otherwise.
+ * inside a message that sets them as a pet insert does (insertPrologue) — including that the
+ * statement_timeout it sets cuts the statement after it; refuses to start otherwise.
  */
 async function checkSettings (db: PgDatabase, statementTimeoutMs: number): Promise<void> {
   const [res] = await db.transaction([{
@@ -287,10 +304,13 @@ async function checkSettings (db: PgDatabase, statementTimeoutMs: number): Promi
   if (row.sc !== 'on') throw new PgSettingError(`synchronous_commit is ${row.sc} inside a transaction, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites SET LOCAL')
   if (row.fsync !== 'on') throw new PgSettingError('the server runs with fsync off, so a 201 would not mean committed to disk', 'fsync in the server\'s postgresql.conf')
   if (row.big !== 9223372036854775807n) throw new PgSettingError('int8 values are not parsed to exact BigInts', 'the pg type parsers (a bug: report it)')
-  const insert = await db.query<{ sc: string }>({
-    text: `WITH s AS MATERIALIZED (${INSERT_SETTINGS}) SELECT current_setting('synchronous_commit') AS sc FROM s`,
-    values: [String(Math.trunc(statementTimeoutMs))]
-  })
+  const insert = await db.script<{ sc: string }>(`${insertPrologue(statementTimeoutMs)}; SELECT current_setting('synchronous_commit') AS sc`)
   const sc = insert.rows[0]!.sc
   if (sc !== 'on') throw new PgSettingError(`synchronous_commit is ${sc} inside a pet insert, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites set_config')
+  // A 1 ms bound set the way a pet insert sets its own must cut a 300 ms sleep after it (57014).
+  const cut = await db.script(`${insertPrologue(1)}; SELECT pg_sleep(0.3)`).then(() => undefined, (err: unknown) => err)
+  if (!(cut instanceof StoreUnavailableError && (cut.cause as { code?: unknown } | undefined)?.code === '57014')) {
+    if (cut !== undefined) throw cut
+    throw new PgSettingError('a statement_timeout set by one statement of a message does not bound the next one, so a stalled create would not be cut by the server', 'the server version (PostgreSQL 13 or later bounds each statement of a message)')
+  }
 }

@@ -46,6 +46,13 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
     `
+  },
+  {
+    version: 3,
+    name: 'pet insert function',
+    // PostgreSQL's insert function; SQLite inserts in its own writer thread and needs nothing. Kept
+    // (empty) so the versions read the same on both stores.
+    sql: ''
   }
 ]
 

@@ -6,7 +6,7 @@ import { migrateSqlite, SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migr
 import { tempDir } from '../../helpers/app.js'
 
 describe('SQLite migrations', () => {
-  it('upgrades a version-1 database to version 2 (idempotency keys), keeping its pets, once', (t) => {
+  it('upgrades a version-1 database to the latest (2: idempotency keys; 3: PostgreSQL only, empty here), keeping its pets, once', (t) => {
     const db = new Database(join(tempDir(t), 'p.db'))
     t.after(() => db.close())
     // A database as the first release left it: migration 1 only.
@@ -15,8 +15,10 @@ describe('SQLite migrations', () => {
     db.prepare('INSERT INTO schema_migrations VALUES (1, ?, ?)').run(SQLITE_MIGRATIONS[0]!.name, new Date().toISOString())
     db.exec("INSERT INTO pets (name, category_id, status) VALUES ('Rex', 1, 'available')")
 
-    assert.deepEqual(migrateSqlite(db), [2])
+    assert.deepEqual(migrateSqlite(db), [2, 3])
     assert.deepEqual(migrateSqlite(db), [])
+    const recorded = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()
+    assert.deepEqual(recorded, SQLITE_MIGRATIONS.map(m => ({ version: m.version, name: m.name })))
     const cols = (db.prepare('PRAGMA table_info(idempotency_keys)').all() as Array<{ name: string }>).map(c => c.name)
     assert.deepEqual(cols, ['api_key_id', 'key', 'fingerprint', 'pet_id', 'created_at'])
     assert.equal((db.prepare('SELECT count(*) AS n FROM pets').get() as { n: number }).n, 1)
