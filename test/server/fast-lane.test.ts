@@ -4,6 +4,7 @@ import { copyFileSync, existsSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
+import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -11,6 +12,7 @@ import { Metrics } from '../../src/plugins/metrics.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
+import { fcParams } from '../helpers/property.js'
 import { type RunningServer, startServer, waitForOutput } from '../helpers/process.js'
 
 /*
@@ -241,24 +243,29 @@ describe('the fast lane answers as Fastify would (compiled server, over HTTP)', 
   })
 })
 
+/** The app with the lane and the app without it, in this process on the two databases, listening on loopback. */
+async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now: () => number): Promise<{ pair: Pair, metrics: [Metrics, Metrics] }> {
+  const apps: FastifyInstance[] = []
+  const metrics: Metrics[] = []
+  for (const [db, fast] of [[s.db, 'on'], [s.copy, 'off']] as const) {
+    const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, FAST_READS: fast, GETPET_SUNSET_AT: '2030-01-01T00:00:00Z', EVENT_LOOP_MAX_DELAY_MS: '0' })
+    const store = await openStore(config)
+    const m = new Metrics(store)
+    const app = await buildApp({ config, store, now, metrics: m })
+    t.after(() => app.close())
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    apps.push(app)
+    metrics.push(m)
+  }
+  const [lane, fastify] = apps.map(app => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`) as [string, string]
+  return { pair: { lane: { url: lane }, fastify: { url: fastify } } as unknown as Pair, metrics: metrics as [Metrics, Metrics] }
+}
+
 describe('the fast lane and the getPet sunset (in process, over HTTP)', () => {
   it('answers a cached getPet until the sunset, then leaves the 410 to Fastify, as without the lane', async (t) => {
     const s = await seed(t)
     let clock = Date.parse('2029-01-01T00:00:00Z')
-    const apps: FastifyInstance[] = []
-    const metrics: Metrics[] = []
-    for (const [db, fast] of [[s.db, 'on'], [s.copy, 'off']] as const) {
-      const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, FAST_READS: fast, GETPET_SUNSET_AT: '2030-01-01T00:00:00Z', EVENT_LOOP_MAX_DELAY_MS: '0' })
-      const store = await openStore(config)
-      const m = new Metrics(store)
-      const app = await buildApp({ config, store, now: () => clock, metrics: m })
-      t.after(() => app.close())
-      await app.listen({ host: '127.0.0.1', port: 0 })
-      apps.push(app)
-      metrics.push(m)
-    }
-    const [lane, fastify] = apps.map(app => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`) as [string, string]
-    const pair = { lane: { url: lane }, fastify: { url: fastify } } as unknown as Pair
+    const { pair, metrics } = await inProcessPair(t, s, () => clock)
     const auth = { authorization: `Bearer ${s.keys.main}` }
     for (let i = 0; i < 3; i++) assert.equal((await same(pair, 'GET', '/v1/pets/4', auth)).status, 200)
     assert.ok(metrics[0]!.fastLane.n >= 1, 'the lane answered a cached getPet before the sunset')
@@ -269,5 +276,52 @@ describe('the fast lane and the getPet sunset (in process, over HTTP)', () => {
     assert.equal(metrics[1]!.fastLane.n, 0)
     const counted = async (m: Metrics) => (await m.registry.metrics()).split('\n').filter(l => /^petstore_(deprecated_getpet_calls_total|read_cache_(hits|misses)_total|http_requests_total)/.test(l)).sort()
     assert.deepEqual(await counted(metrics[0]!), await counted(metrics[1]!))
+  })
+})
+
+describe('the fast lane on generated requests (in process, over HTTP)', () => {
+  it('answers every generated read, query and conditional header as Fastify does', async (t) => {
+    const s = await seed(t)
+    const { pair, metrics } = await inProcessPair(t, s, Date.now)
+    const auth = { authorization: `Bearer ${s.keys.main}` }
+    // Cached entries and real cursors and tags to draw from: the lane has something to answer.
+    const etags: string[] = ['*', '"x"', 'W/"x"']
+    const cursors: string[] = ['AAAA']
+    for (const path of ['/v1/pets/1', '/v1/pets/2', '/v1/pets/25', '/v1/pets?limit=5', '/v1/pets?limit=10', '/v1/pets?status=sold&limit=3', '/v1/pets']) {
+      const a = await same(pair, 'GET', path, auth)
+      if (typeof a.headers.etag === 'string') etags.push(a.headers.etag, `W/${a.headers.etag}`)
+      const next = LINK.exec(String(a.headers.link ?? ''))?.[1]
+      if (next !== undefined) {
+        cursors.push(/cursor=([^&]+)/.exec(next)![1]!)
+        await same(pair, 'GET', next, auth)
+      }
+    }
+    const before = metrics[0].fastLane.n
+    // Parameters the lane reads, spelled as it reads them and as it must not (each kind often), and junk.
+    const param = fc.oneof(
+      { weight: 4, arbitrary: fc.oneof(fc.constantFrom('5', '10', '20', '0', '101', '020', '05', '+5', '%35', '5%20', ''), fc.nat(120).map(String)).map(v => `limit=${v}`) },
+      { weight: 3, arbitrary: fc.constantFrom('available', 'sold', 'pending', 'bogus', 'Sold', '').map(v => `status=${v}`) },
+      { weight: 2, arbitrary: fc.constantFrom(...cursors, '').map(v => `cursor=${v}`) },
+      { weight: 1, arbitrary: fc.constantFrom('foo=1', 'Limit=5', 'limit', '=5', '') }
+    )
+    const listPath = fc.oneof(
+      fc.constant('/v1/pets'),
+      fc.tuple(fc.array(param, { minLength: 1, maxLength: 3 }), fc.constantFrom('&', '&', '&', ';')).map(([ps, sep]) => `/v1/pets?${ps.join(sep)}`)
+    )
+    const petPath = fc.tuple(
+      fc.oneof(fc.constantFrom('1', '2', '25', '26', '0', '01', '-1', '%31', '1.0', '99999999999999999999', ''), fc.nat(30).map(String)),
+      fc.constantFrom('', '', '', '/', '?', '?x=1', ';a')
+    ).map(([id, tail]) => `/v1/pets/${id}${tail}`)
+    const headers = fc.record({
+      'if-none-match': fc.option(fc.oneof(fc.constantFrom(...etags), fc.constantFrom(...etags).map(e => `"y", ${e}`)), { nil: undefined }),
+      'x-request-id': fc.option(fc.constantFrom('id-1', 'bad id'), { nil: undefined })
+    })
+    await fc.assert(fc.asyncProperty(fc.constantFrom('GET', 'GET', 'GET', 'HEAD'), fc.oneof(listPath, petPath), headers, async (method, path, h) => {
+      const sent: Record<string, string> = { ...auth }
+      for (const [k, v] of Object.entries(h)) if (v !== undefined) sent[k] = v
+      await same(pair, method, path, sent)
+    }), fcParams(300))
+    assert.ok(metrics[0].fastLane.n > before, 'the lane answered some generated requests')
+    assert.equal(metrics[1].fastLane.n, 0)
   })
 })
