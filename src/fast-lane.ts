@@ -29,7 +29,8 @@ import type { Representation } from './services/pet-reads.js'
  *   Transfer-Encoding), Expect, If-Match, Accept-Version; and no edge problem (hardening.ts);
  * - not draining or closing (shutdown.ts), not shedding load (overload.ts);
  * - a bearer key the key cache trusts as valid now (auth.ts), limits counted in memory, no address
- *   blocked, and this request not over the key's limit (rate-limit.ts);
+ *   block in force (one blocked address keeps the lane off for all until its block ends), and this
+ *   request not over the key's limit (rate-limit.ts);
  * - getPet before its sunset, and the representation in the read cache (routes/pets.ts).
  * Anything else returns false before anything happened, and Fastify handles the request as always.
  * When it answers, it does what that path does, with the same functions: the use of the key
@@ -176,7 +177,19 @@ export function laneServer (lane: FastLane): (handler: (req: IncomingMessage, re
   return (handler, opts) => {
     const o = opts as unknown as ServerFactoryOptions
     const server = createServer(o.http ?? {}, (req, res) => {
-      if (!lane.answer(req, res)) handler(req, res)
+      let answered: boolean
+      try {
+        answered = lane.answer(req, res)
+      } catch (err) {
+        // Insurance (no known input throws): a request the lane failed on goes to Fastify, unless an
+        // answer has begun, which only a broken connection can end.
+        if (res.headersSent) {
+          res.destroy(err as Error)
+          return
+        }
+        answered = false
+      }
+      if (!answered) handler(req, res)
     })
     server.keepAliveTimeout = o.keepAliveTimeout
     server.requestTimeout = o.requestTimeout

@@ -29,6 +29,8 @@ declare module 'fastify' {
  */
 export class RateLimits {
   private readonly blocked = new Map<string, number>()
+  /** When the last of the address blocks ends (ms since epoch): none is in force from then on. */
+  private blockedUntil = 0
   private lastRedisWarning = 0
   private keyMax = 0
 
@@ -117,7 +119,9 @@ export class RateLimits {
     reply.header('ratelimit', `"address";r=${v.remaining};t=${Math.ceil(v.ttl / 1000)}`)
     if (v.exceeded) {
       if (this.blocked.size >= 10000) this.blocked.clear()
-      this.blocked.set(request.ip, Date.now() + v.ttl)
+      const until = Date.now() + v.ttl
+      this.blocked.set(request.ip, until)
+      if (until > this.blockedUntil) this.blockedUntil = until
       throw this.refuse('address', v.ttl)
     }
   }
@@ -132,12 +136,14 @@ export class RateLimits {
   /**
    * For the fast lane (fast-lane.ts), before it decides to answer: whether it can apply these limits
    * to a request with this valid key exactly as the policy would, with no side effect. Only when
-   * they are counted in memory (Redis counts are asynchronous), no address is blocked (the policy's
-   * first step, which the lane leaves to it), and this request would not be over the key's limit
-   * (the 429 is the policy's to answer, counted once, there).
+   * they are counted in memory (Redis counts are asynchronous), no address block is in force (the
+   * policy's first step, which the lane leaves to it while any address is blocked: which address a
+   * request is from depends on TRUST_PROXY, Fastify's to work out), and this request would not be
+   * over the key's limit (the 429 is the policy's to answer, counted once, there). Blocks that have
+   * all ended do not count: the policy would only forget them (countFast does).
    */
   fastCountable (keyId: number, now: number): boolean {
-    if (!this.inMemory || this.blocked.size > 0) return false
+    if (!this.inMemory || (this.blocked.size > 0 && now < this.blockedUntil)) return false
     return this.keyWindows === undefined || !verdict(this.keyMax, this.keyWindows.peek(keyWindow(keyId), now)).exceeded
   }
 
@@ -146,6 +152,8 @@ export class RateLimits {
    * and sets the same two headers, in the same order, on `headers`.
    */
   countFast (keyId: number, now: number, headers: Record<string, string>): void {
+    // Every block has ended: forget them all, as refuseBlockedAddress forgets each when its address comes back.
+    if (this.blocked.size > 0) this.blocked.clear()
     if (this.keyWindows === undefined) return
     headers['ratelimit-policy'] = this.keyPolicy
     headers.ratelimit = keyRemaining(verdict(this.keyMax, this.keyWindows.hit(keyWindow(keyId), now)))
