@@ -35,10 +35,20 @@ describe('the fast lane and address blocks', () => {
       await res.arrayBuffer()
     }
 
+    // Whether the lane answers one of a few cached reads: a read just after the key cache's entry
+    // ran out (KEY_CACHE_TTL_MS, 500 ms; a loaded machine can take that long between two requests)
+    // goes to Fastify, which verifies the key again, and the next is the lane's.
+    const laneTakesARead = async (): Promise<boolean> => {
+      for (let i = 0; i < 20; i++) {
+        const before = await laneAnswers()
+        await read()
+        if (await laneAnswers() > before) return true
+      }
+      return false
+    }
+
     await read() // a miss: the store's answer fills the cache
-    let before = await laneAnswers()
-    await read()
-    assert.equal(await laneAnswers(), before + 1, 'a cached read is the lane\'s')
+    assert.ok(await laneTakesARead(), 'a cached read is the lane\'s')
 
     // Bad keys from another client until its address is blocked (429), for the 1 s window.
     const statuses: number[] = []
@@ -50,10 +60,6 @@ describe('the fast lane and address blocks', () => {
     assert.deepEqual(statuses, [401, 401, 429])
     await read() // the other client still reads, through Fastify while the block is in force
     await new Promise(resolve => setTimeout(resolve, 1500)) // the block ends; the blocked client never comes back
-    await read() // the key is verified again (KEY_CACHE_TTL_MS has passed): through Fastify
-    before = await laneAnswers()
-    await read()
-    await read()
-    assert.equal(await laneAnswers(), before + 2, 'once every block has ended, the lane answers again')
+    assert.ok(await laneTakesARead(), 'once every block has ended, the lane answers again')
   })
 })
