@@ -74,6 +74,10 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     await log.end()
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
+  // The SQLite writer thread boots now, beside the first requests rather than before them: its
+  // ~50 ms of CPU would delay the first answer where the process's threads share a core. Creates
+  // that arrive meanwhile wait for it (docs/performance.md, "Start-up").
+  store.startWriter?.()
   try {
     // After listening, so the curl example names the real port.
     if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile }, app.log)

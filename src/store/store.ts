@@ -117,6 +117,12 @@ export interface Store {
    */
   onNamingStopped?(fn: (e: NamingStopped) => void): void
 
+  /**
+   * SQLite: starts the writer thread if it is not running yet (absent for PostgreSQL). The server
+   * calls it once it listens; the first write starts it too, whoever opened the store.
+   */
+  startWriter?(): void
+
   /** Resolves when the store answers a trivial query. */
   ping (): Promise<void>
   close (): Promise<void>

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
-import { httpRequest, makeKey, startServerProcess } from './server-process.js'
+import { httpRequest, makeKey, startServerProcess, waitReady } from './server-process.js'
 
 /*
  * Crash consistency: writers create pets with unique names against the real server process while it
@@ -40,6 +40,9 @@ export async function runCrashRounds (opts: CrashOptions): Promise<CrashStats> {
   for (let round = 0; round < opts.rounds; round++) {
     if (opts.maxMs !== undefined && Date.now() - started > opts.maxMs) break
     const server = await startServerProcess(opts.dbPath)
+    // Writers start when the instance says it takes them, as a load balancer's traffic would: the
+    // kill then falls while creates are being acknowledged, not while the writer thread boots.
+    await waitReady(server.port)
     // After a restart: the previous rounds' outcomes must all hold.
     if (round > 0) await verify(opts.dbPath, server.port, key, outcomes, stats)
 

@@ -60,6 +60,19 @@ export async function startServerProcess (dbPath: string, opts: { env?: Record<s
   return { proc, port, output: () => out, exited }
 }
 
+/**
+ * Waits until /readyz answers 200: the store answers and takes writes (on SQLite its writer thread,
+ * started once the server listens, is up). A minute is a bound for a hung test, not an expectation.
+ */
+export async function waitReady (port: number): Promise<void> {
+  for (const deadline = Date.now() + 60_000; ;) {
+    const res = await httpRequest(port, 'GET', '/readyz', {}).catch(() => undefined)
+    if (res?.status === 200) return
+    if (Date.now() > deadline) throw new Error(`/readyz did not answer 200 within a minute (last: ${res?.status ?? 'no answer'})`)
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+}
+
 export interface HttpResult { status: number, body: string, headers: Record<string, string | string[] | undefined> }
 
 /** One HTTP request on a fresh connection (so a kill is seen per request, not per pooled socket). */

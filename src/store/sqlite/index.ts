@@ -20,6 +20,10 @@ function guard<T> (fn: () => T): T {
   }
 }
 
+// How long a readiness check waits for a writer thread that is still booting before answering 503
+// (it boots in ~50 ms of CPU; far longer only on a machine that is overloaded).
+const WRITER_READY_WAIT_MS = 2000
+
 // Defined by the production bundle (scripts/bundle.mjs): the compiled writer entry, relative to the bundle's chunk.
 declare const PETSTORE_WRITER_ENTRY: string | undefined
 
@@ -33,40 +37,72 @@ function writerEntry (): URL {
 }
 
 /**
- * Sends write batches to the writer thread and matches the answers. Requests sent while the thread
- * is still starting wait in its message port; if it cannot start, they fail as unavailable (503).
+ * Sends write batches to the writer thread and matches the answers. The thread is started by
+ * start() or by the first write, whichever comes first. Requests sent while it is still starting wait
+ * in its message port; if it cannot start, they fail as unavailable (503).
  */
 class WorkerWriter {
-  private readonly worker: Worker
+  private worker: Worker | undefined
   private nextId = 1
   private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
   private dead: Error | undefined
+  private closed = false
+  private up: { promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void } | undefined
 
-  constructor (path: string, synchronous: SynchronousLevel) {
+  constructor (private readonly path: string, private readonly synchronous: SynchronousLevel) {}
+
+  start (): Worker {
+    if (this.worker !== undefined) return this.worker
     const entry = writerEntry()
-    this.worker = entry.pathname.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData: { path, synchronous } })
-      : new Worker(entry, { workerData: { path, synchronous } })
-    this.worker.on('message', (res: WriterResponse) => this.settle(res))
-    this.worker.on('error', (err) => this.fail(err))
-    this.worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
+    const workerData = { path: this.path, synchronous: this.synchronous }
+    const worker = entry.pathname.endsWith('.ts')
+      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData })
+      : new Worker(entry, { workerData })
+    let settle!: Pick<NonNullable<typeof this.up>, 'resolve' | 'reject'>
+    const promise = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
+    promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
+    this.up = { promise, ...settle }
+    worker.on('message', (res: WriterResponse) => this.settle(res))
+    worker.on('error', (err) => this.fail(err))
+    worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
+    this.worker = worker
+    return worker
   }
 
   run<T> (req: WriterOp): Promise<T> {
     if (this.dead !== undefined) return Promise.reject(new StoreUnavailableError('the database writer stopped', { cause: this.dead }))
+    if (this.closed) return Promise.reject(new StoreUnavailableError('the database writer stopped'))
+    const worker = this.start()
     const id = this.nextId++
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      this.worker.postMessage({ ...req, id })
+      worker.postMessage({ ...req, id })
     })
   }
 
-  /** Throws StoreUnavailableError once the thread has stopped (it takes no more writes). */
-  assertAlive (): void {
+  /**
+   * Resolves once the thread is up (starting it if need be); StoreUnavailableError once it has
+   * stopped or could not start, or while it is still starting after `waitMs`.
+   */
+  async ready (waitMs: number): Promise<void> {
     if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
+    this.start()
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((resolve, reject) => {
+      timer = setTimeout(() => reject(new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)), waitMs)
+    })
+    try {
+      await Promise.race([this.up!.promise, late])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   private settle (res: WriterResponse): void {
+    if ('ready' in res) {
+      this.up?.resolve()
+      return
+    }
     const p = this.pending.get(res.id)
     if (p === undefined) return
     this.pending.delete(res.id)
@@ -77,14 +113,17 @@ class WorkerWriter {
 
   private fail (err: Error): void {
     this.dead ??= err
+    this.up?.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
     for (const p of this.pending.values()) p.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
     this.pending.clear()
   }
 
   async close (): Promise<void> {
-    if (this.dead !== undefined) return
-    const exited = new Promise(resolve => this.worker.once('exit', resolve))
-    this.worker.postMessage({ op: 'close' })
+    this.closed = true
+    const worker = this.worker
+    if (worker === undefined || this.dead !== undefined) return
+    const exited = new Promise(resolve => worker.once('exit', resolve))
+    worker.postMessage({ op: 'close' })
     await exited
   }
 }
@@ -133,10 +172,11 @@ export class SqliteStore implements Store {
   private readonly purge: (beforeMs: number) => Promise<number>
 
   /**
-   * Opens (creating if needed) and migrates the database, and starts the writer thread without
-   * waiting for it: it boots (~50 ms of CPU, on another core when there is one) while the caller
-   * builds the app; writes sent meanwhile wait in its message port. The read connection has already
-   * applied the migrations and proved the file writable.
+   * Opens (creating if needed) and migrates the database. The writer thread is not started here: it
+   * boots in ~50 ms of CPU, which a server start would pay before its first answer when its threads
+   * share a core. It starts at startWriter() (the server calls it once listening) or at the first
+   * write; writes sent meanwhile wait in its message port. The read connection has already applied
+   * the migrations and proved the file writable.
    */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
     const db = openSqlite(opts.path, opts.synchronous)
@@ -219,10 +259,15 @@ export class SqliteStore implements Store {
     })
   }
 
+  startWriter (): void {
+    this.writer?.start()
+  }
+
   async ping (): Promise<void> {
     guard(() => this.stmts.ping.get())
-    // Ready means writes can be taken too: a writer thread that stopped takes none.
-    this.writer?.assertAlive()
+    // Ready means writes can be taken too: the writer thread is up (waited for while it boots, right
+    // after a start) and has not stopped.
+    await this.writer?.ready(WRITER_READY_WAIT_MS)
   }
 
   async close (): Promise<void> {

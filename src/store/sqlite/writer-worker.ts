@@ -13,6 +13,7 @@ export type WriterOp =
   | { op: 'purgeIdempotencyKeys', beforeMs: number }
 export type WriterRequest = WriterOp & { id: number }
 export type WriterResponse =
+  | { ready: true }
   | { id: number, ok: true, result: unknown }
   | { id: number, ok: false, unavailable: boolean, message: string, code: string | undefined }
 
@@ -20,6 +21,8 @@ const { path, synchronous } = workerData as { path: string, synchronous: Synchro
 const port = parentPort!
 const db = openSqlite(path, synchronous)
 const writes = prepareWrites(db)
+// Up: the connection is open with its settings and the statements are prepared (readiness waits for this).
+port.postMessage({ ready: true } satisfies WriterResponse)
 
 port.on('message', (req: WriterRequest | { op: 'close' }) => {
   if (req.op === 'close') {
