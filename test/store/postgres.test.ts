@@ -76,9 +76,9 @@ for (const route of PG_ROUTES) {
       assert.deepEqual(inside!.rows[0], { sc: 'on', st: '1234ms', idle: '2234ms', n: 9007199254740993n })
     })
 
-    it('commits every pet insert with synchronous_commit on and its statement_timeout, whatever the server defaults', async (t) => {
+    it('unnamed (behind a pooler: the insert function), commits every pet insert with synchronous_commit on and its statement_timeout, whatever the server defaults', async (t) => {
       const { url, direct } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', 'statement_timeout = 0'])
-      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234' }))
+      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234', PG_PREPARED_STATEMENTS: 'off' }))
       t.after(async () => await store.close())
       // A trigger sees the settings in force inside the insert's own transaction, at its end.
       await adminQuery(direct, `
@@ -92,9 +92,9 @@ for (const route of PG_ROUTES) {
       assert.deepEqual(outside[0], { sc: 'off', st: '0' }, 'the server defaults this test overrides')
     })
 
-    it('cuts a create that waits too long for the insert lock with the server statement_timeout, writing nothing', async (t) => {
+    it('unnamed (behind a pooler: the insert function), cuts a create that waits too long for the insert lock with the server statement_timeout, writing nothing', async (t) => {
       const url = await createTestDatabase(t, undefined, route)
-      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300' }))
+      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300', PG_PREPARED_STATEMENTS: 'off' }))
       const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
       await other.connect()
       try {
@@ -113,12 +113,12 @@ for (const route of PG_ROUTES) {
       }
     })
 
-    it('cuts a create whose insert stalls in the database with the server statement_timeout: the 503 wrote nothing', async (t) => {
+    it('unnamed (behind a pooler: the insert function), cuts a create whose insert stalls in the database with the server statement_timeout: the 503 wrote nothing', async (t) => {
       // The review finding of 2026-11-23: a stall outside the lock wait (here a slow trigger) used to be
       // cut only by the client's bound, while the insert could still commit after the answer.
       const url = await createTestDatabase(t, undefined, route)
       const direct = via(url, testClusterUrl())
-      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300' }))
+      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300', PG_PREPARED_STATEMENTS: 'off' }))
       t.after(async () => await store.close())
       await adminQuery(direct, `
         CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(5); RETURN NEW; END $$;
@@ -142,7 +142,8 @@ for (const route of PG_ROUTES) {
         ${PG_MIGRATIONS[0]!.sql} ${PG_MIGRATIONS[1]!.sql}
         INSERT INTO schema_migrations VALUES (1, '${PG_MIGRATIONS[0]!.name}', now()), (2, '${PG_MIGRATIONS[1]!.name}', now());
         INSERT INTO pets (name, category_id, status) VALUES ('\\x6f6c64'::bytea, 9223372036854775807, 'sold');`)
-      const config = loadConfig({ DATABASE_URL: url })
+      // Creates through the insert function migration 3 brings (unnamed statements, as behind a pooler).
+      const config = loadConfig({ DATABASE_URL: url, PG_PREPARED_STATEMENTS: 'off' })
       assert.deepEqual(await migrateStore(config), [3])
       assert.deepEqual(await migrateStore(config), [])
       const store = await openStore(config)
@@ -201,6 +202,45 @@ for (const route of PG_ROUTES) {
     })
   })
 }
+
+describe('PostgreSQL store with named statements (direct connection): the named insert', () => {
+  it('with named statements (direct), commits every pet insert with synchronous_commit on and its lock_timeout, whatever the server defaults', async (t) => {
+    const { url, direct } = await databaseWithCarelessDefaults(t, 'postgres', ['synchronous_commit = off', 'lock_timeout = 0'])
+    const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234', PG_PREPARED_STATEMENTS: 'on' }))
+    t.after(async () => await store.close())
+    // A trigger sees the settings in force inside the insert's own transaction, at its end.
+    await adminQuery(direct, `
+      CREATE TABLE seen (sc text, lt text);
+      CREATE FUNCTION note_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit'), current_setting('lock_timeout')); RETURN NULL; END $$;
+      CREATE TRIGGER note_settings AFTER INSERT ON pets FOR EACH STATEMENT EXECUTE FUNCTION note_settings();`)
+    await store.createPet({ name: 'durable', categoryId: 1n, status: 'available' })
+    assert.deepEqual(await adminQuery(direct, 'SELECT sc, lt FROM seen'), [{ sc: 'on', lt: '1234ms' }])
+    const outside = await adminQuery<{ sc: string }>(url, "SELECT current_setting('synchronous_commit') AS sc")
+    assert.equal(outside[0]!.sc, 'off', 'the server default this test overrides')
+  })
+
+  it('with named statements (direct), cuts a create that waits too long for the insert lock with the server lock_timeout, writing nothing', async (t) => {
+    const url = await createTestDatabase(t, undefined, 'postgres')
+    const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300', PG_PREPARED_STATEMENTS: 'on' }))
+    const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
+    await other.connect()
+    try {
+      await other.query('BEGIN')
+      await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
+      const err = await store.createPet({ name: 'late', categoryId: 1n, status: 'available' }).then(() => undefined, (e: unknown) => e)
+      assert.ok(err instanceof StoreUnavailableError, String(err))
+      // 55P03 lock_not_available: the server gave up the wait (not the client's later, coarser bound).
+      assert.equal((err.cause as { code?: string }).code, '55P03')
+      await other.query('ROLLBACK')
+      assert.equal((await store.createPet({ name: 'after', categoryId: 1n, status: 'available' })).name, 'after')
+      assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['after'])
+    } finally {
+      await other.end()
+      await store.close()
+    }
+  })
+})
 
 describe('PostgreSQL store through a transaction-mode pooler', () => {
   it('is refused by the pooler for a startup parameter, and says which setting to look at', async (t) => {
@@ -271,20 +311,24 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     assert.ok(dbs.some(db => !db.namedReads))
   })
 
-  it('creates through a transaction-mode pooler with no named statement: every create succeeds, in id order, and reads stay named', async (t) => {
-    // One server connection for both instances: a named insert would meet the other's (42P05/26000).
+  it('with PG_PREPARED_STATEMENTS=auto, names the pet insert until the pooler shows, then creates through the insert function: every create succeeds, in id order', async (t) => {
     const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
     const url = via(await createTestDatabase(t), bouncer.url)
     const stores = await Promise.all([1, 2].map(async () => await openStore(loadConfig({ DATABASE_URL: url, PG_PREPARED_STATEMENTS: 'auto' }))))
     t.after(async () => await Promise.all(stores.map(async s => await s.close())))
+    const told: unknown[] = []
+    for (const s of stores) s.onNamingStopped!((e) => told.push(e))
+    assert.deepEqual(stores.map(s => s.namedStatements!()), [true, true])
     const ids: bigint[] = []
     for (let round = 0; round < 4; round++) {
       for (const s of stores) ids.push((await s.createPet({ name: `p${round}`, categoryId: 1n, status: 'available' })).id)
     }
     assert.deepEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : 1)))
     assert.equal((await stores[0]!.listPets({ afterId: null, limit: 100, status: undefined })).length, 8)
-    // Only creates ran: nothing was prepared on the shared server connection, so auto mode saw no pooler.
-    assert.deepEqual(stores.map(s => s.namedStatements!()), [true, true])
+    // Only creates ran: the second store's named insert met the first's on the one server connection.
+    assert.ok(stores.some(s => !s.namedStatements!()), 'no store stopped naming its insert')
+    assert.equal(told.length, stores.filter(s => !s.namedStatements!()).length)
+    assert.match(JSON.stringify(told[0]), /"code":"(42P05|26000)","serverMessage":"prepared statement \\"insert_pets_[0-9a-f]{12}\\" (already exists|does not exist)"/)
   })
 
   it('names the authentication failure, the user and the setting, never the password', async (t) => {

@@ -17,6 +17,41 @@ import { PgSettingError, startFailure } from './start-failure.js'
 export const PET_INSERT_LOCK_KEY = 7_365_020_100_000_002n
 
 /**
+ * The settings a pet insert's durability and bound rest on, set by the insert statement itself
+ * (set_config(…, true): scoped to its transaction, so they hold whichever server connection a
+ * pooler picks and leak to no other client), evaluated before the lock is asked for:
+ * - synchronous_commit=on: the statement's commit (at its end: it runs in an implicit transaction of
+ *   its own) flushes its WAL before the server answers, whatever the server or role default;
+ * - lock_timeout: a batch waiting longer than PG_STATEMENT_TIMEOUT_MS for the insert lock gives up
+ *   (55P03, a 503), with nothing written. It is read when a wait begins, so it bounds this
+ *   statement's own wait — which statement_timeout, armed when a statement starts, would not.
+ * checkSettings reads them back through the same expression at start-up.
+ */
+export const INSERT_SETTINGS = "SELECT set_config('synchronous_commit', 'on', true) AS sc, set_config('lock_timeout', $1::text, true) AS lt"
+
+/*
+ * The insert while statements are named (PG_PREPARED_STATEMENTS on, or auto before a pooler
+ * showed: direct connections). One statement and one round trip per batch, in an implicit
+ * transaction: the settings, then the lock in a CTE joined into the insert's source, then the
+ * insert, then (at the end of the statement)
+ * the commit — so the lock is held for no client round trip, and the answer comes once the commit is
+ * durable. The ORDER BY makes the source a Sort, which consumes all its input (the lock included)
+ * before emitting a row, and PostgreSQL evaluates the volatile id default after that sort, in `ord`
+ * order. So ids are drawn only under the lock, ascending in the order of the batch. A statement the
+ * server refuses (a pooler's missing named statement included) writes nothing, so it can be retried.
+ * Measured against BEGIN; SET LOCAL ×3; INSERT; COMMIT pipelined (docs/performance.md, "What a
+ * PostgreSQL create costs"): one statement instead of six for the server, one query for the client.
+ */
+const INSERT_PETS = `
+  WITH s AS MATERIALIZED (${INSERT_SETTINGS.replace('$1', '$5')}),
+  l AS MATERIALIZED (SELECT pg_advisory_xact_lock($4::int8) FROM s)
+  INSERT INTO pets (name, category_id, status)
+  SELECT t.name, t.category_id, t.status
+  FROM l, unnest($1::bytea[], $2::int8[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
+  ORDER BY t.ord
+  RETURNING id`
+
+/**
  * The first statement of a pet insert's message (PgDatabase.script): the settings its durability
  * and bound rest on, set with set_config(…, true) — scoped to the message's implicit transaction, so
  * they hold whichever server connection a pooler picks and leak to no other client:
@@ -88,9 +123,12 @@ export class PostgresStore implements Store {
   private closed = false
   /** The first statement of every pet insert's message (insertPrologue). */
   private readonly prologue: string
+  /** lock_timeout of a named pet insert (INSERT_SETTINGS), in ms as PostgreSQL reads it. */
+  private readonly lockTimeout: string
 
   private constructor (private readonly db: PgDatabase, statementTimeoutMs: number) {
     this.prologue = insertPrologue(statementTimeoutMs)
+    this.lockTimeout = String(Math.trunc(statementTimeoutMs))
     this.creates = new PetCreates(async (items) =>
       items.every(i => i.idem === undefined)
         ? await this.insertPets(items.map(i => i.pet))
@@ -127,19 +165,39 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * A batch without Idempotency-Keys: one message, one round trip, in one implicit transaction —
-   * the settings (insertPrologue), then the insert function (migration 3, `petstore_insert_pets`),
-   * which takes the insert lock and then inserts, so the ids are drawn under the lock, ascending in
-   * the order of the batch; the commit at the end of the message is durable before the server
-   * answers, and the lock is released only after the commit is visible (the read cache's ordering
-   * argument, pet-reads.ts). The function's plan is kept per server connection, whatever pooler is
-   * in between (a named statement would not survive a transaction-mode pooler); the call itself is
-   * a short statement. A message the server refuses or cuts writes nothing.
+   * A batch without Idempotency-Keys, in one round trip and its own implicit transaction, either way
+   * committed (WAL flushed) before the server answers, the lock released only after the commit is
+   * visible (the read cache's ordering argument, pet-reads.ts), ids drawn under the lock in batch order:
+   * - while statements are named (direct connections): INSERT_PETS, named, planned once per
+   *   connection. Measured cheapest there (docs/performance.md, "The insert function"), but a
+   *   statement cannot arm its own statement_timeout: its lock wait is bounded by lock_timeout, any
+   *   other stall only by the client's bound (README, idempotent creates);
+   * - once they are not (behind a transaction-mode pooler, or PG_PREPARED_STATEMENTS=off): one
+   *   simple-protocol message, insertPrologue then the insert function (migration 3), whose plan the
+   *   server keeps per connection whatever the pooler, and which the server's statement_timeout bounds.
+   * A statement the server refuses or cuts writes nothing, so the named one is retried unnamed when
+   * a pooler shows (PgDatabase.query).
    */
   private async insertPets (pets: NewPet[]): Promise<bigint[]> {
-    const res = await this.db.script<{ ids: string }>(insertMessage(this.prologue, pets))
-    // One row: the ids, ascending (array_agg … ORDER BY id in the function), as decimal digits.
-    return res.rows[0]!.ids.split(',').map(BigInt)
+    if (!this.db.namedReads) {
+      const res = await this.db.script<{ ids: string }>(insertMessage(this.prologue, pets))
+      // One row: the ids, ascending (array_agg … ORDER BY id in the function), as decimal digits.
+      return res.rows[0]!.ids.split(',').map(BigInt)
+    }
+    const res = await this.db.query<{ id: bigint }>({
+      name: 'insert_pets',
+      stablePlan: true,
+      text: INSERT_PETS,
+      values: [
+        pets.map(p => Buffer.from(p.name, 'utf8')),
+        pets.map(p => p.categoryId.toString()),
+        pets.map(p => p.status),
+        PET_INSERT_LOCK_KEY.toString(),
+        this.lockTimeout
+      ]
+    })
+    // Ids were drawn ascending in batch order (see INSERT_PETS); RETURNING's row order is not promised.
+    return res.rows.map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
   /**
@@ -304,6 +362,11 @@ async function checkSettings (db: PgDatabase, statementTimeoutMs: number): Promi
   if (row.sc !== 'on') throw new PgSettingError(`synchronous_commit is ${row.sc} inside a transaction, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites SET LOCAL')
   if (row.fsync !== 'on') throw new PgSettingError('the server runs with fsync off, so a 201 would not mean committed to disk', 'fsync in the server\'s postgresql.conf')
   if (row.big !== 9223372036854775807n) throw new PgSettingError('int8 values are not parsed to exact BigInts', 'the pg type parsers (a bug: report it)')
+  const named = await db.query<{ sc: string }>({
+    text: `WITH s AS MATERIALIZED (${INSERT_SETTINGS}) SELECT current_setting('synchronous_commit') AS sc FROM s`,
+    values: [String(Math.trunc(statementTimeoutMs))]
+  })
+  if (named.rows[0]!.sc !== 'on') throw new PgSettingError(`synchronous_commit is ${named.rows[0]!.sc} inside a pet insert, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites set_config')
   const insert = await db.script<{ sc: string }>(`${insertPrologue(statementTimeoutMs)}; SELECT current_setting('synchronous_commit') AS sc`)
   const sc = insert.rows[0]!.sc
   if (sc !== 'on') throw new PgSettingError(`synchronous_commit is ${sc} inside a pet insert, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites set_config')
