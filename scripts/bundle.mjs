@@ -6,8 +6,13 @@
 // Kept external, loaded from node_modules exactly as before: native code (better-sqlite3), packages
 // that read their own files at run time (the docs page's), and packages loaded only on use (pg,
 // ioredis, prom-client, Ajv…), which would otherwise weigh on every start's parse for nothing.
-// Not minified, names kept, with source maps (dist/*.js.map): a stack trace reads as it is, and
-// `NODE_OPTIONS=--enable-source-maps` maps it to src/*.ts (and node_modules/*/…).
+// Not minified, with source maps (dist/*.js.map): a stack trace reads as it is, and
+// `NODE_OPTIONS=--enable-source-maps` maps it to src/*.ts (and node_modules/*/…). Without esbuild's
+// keepNames: it wraps every function and class made at run time in a defineProperty call for its
+// `name`, which on Fastify's per-request closures cost a create ≈ 25–40% more CPU (bench A/B,
+// docs/performance.md "Start-up"). Without it, only the few names esbuild must rename apart in one
+// scope get a digit (our Metrics, Fastify's LogController, some TypeBox and pino helpers): nothing
+// reads them, errors keep theirs (test/blackbox/source-maps.test.ts checks names in stack traces).
 import { spawnSync } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { build } from 'esbuild'
@@ -84,7 +89,7 @@ await build({
   banner: { js: "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);" },
   plugins: [builtinsAsCommonJs],
   sourcemap: 'linked',
-  keepNames: true,
+  keepNames: false,
   logLevel: 'warning'
 })
 
