@@ -70,6 +70,12 @@ export async function waitForOutput (server: Pick<RunningServer, 'child' | 'stdo
   })
 }
 
+/** The URL of a started server's /metrics listener (METRICS_PORT=0), once the server has logged it. */
+export async function metricsUrlOf (server: RunningServer): Promise<string> {
+  await waitForOutput(server, /"msg":"metrics listening"/)
+  return /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening"/.exec(server.stdout())![1]!
+}
+
 function spawnWithOutput (args: string[], env: Record<string, string>) {
   assertBuilt()
   const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
-import { startServer } from '../helpers/process.js'
+import { metricsUrlOf, startServer } from '../helpers/process.js'
 
 // The JSON log goes through pino's asynchronous destination; at exit the entry waits for it to be
 // written out (src/logging.ts). When the reader of stdout has gone (a log shipper that exited, or
@@ -32,12 +32,7 @@ describe('log lines lost to a stdout whose reader has gone', () => {
   it('are counted in /metrics (petstore_log_lines_dropped_total), and the service keeps serving', async (t) => {
     const dir = tempDir(t)
     const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, METRICS_PORT: '0' })
-    let metricsUrl: string | undefined
-    for (let i = 0; i < 100 && metricsUrl === undefined; i++) {
-      metricsUrl = /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening"/.exec(server.stdout())?.[1]
-      if (metricsUrl === undefined) await new Promise(resolve => setTimeout(resolve, 50))
-    }
-    assert.ok(metricsUrl, server.stdout())
+    const metricsUrl = await metricsUrlOf(server)
     const dropped = async (): Promise<number> => {
       const m = /^petstore_log_lines_dropped_total (\d+)$/m.exec(await (await fetch(metricsUrl)).text())
       assert.ok(m, 'petstore_log_lines_dropped_total is in /metrics')

@@ -5,7 +5,7 @@ import { createApiKey } from '../../src/services/api-keys.js'
 import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
-import { startServer, waitForOutput } from '../helpers/process.js'
+import { metricsUrlOf, startServer } from '../helpers/process.js'
 
 // An address blocked for failed authentication turns the fast lane off for every client (which
 // address a request is from is Fastify's to work out, with TRUST_PROXY), but only while the block
@@ -25,8 +25,7 @@ describe('the fast lane and address blocks', () => {
     }
     // Clients told apart by X-Forwarded-For (the test's requests all come from loopback).
     const server = await startServer(t, { DATABASE_URL: `sqlite:${db}`, METRICS_PORT: '0', RATE_LIMIT_ANON_MAX: '2', RATE_LIMIT_WINDOW_MS: '1000', TRUST_PROXY: 'loopback' })
-    await waitForOutput(server, /"msg":"metrics listening"/)
-    const metricsUrl = /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening"/.exec(server.stdout())![1]!
+    const metricsUrl = await metricsUrlOf(server)
     const laneAnswers = async (): Promise<number> =>
       Number(/^petstore_fast_lane_responses_total (\d+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? NaN)
     const read = async (): Promise<void> => {

@@ -13,7 +13,7 @@ import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
 import { fcParams } from '../helpers/property.js'
-import { type RunningServer, startServer, waitForOutput } from '../helpers/process.js'
+import { metricsUrlOf, type RunningServer, startServer } from '../helpers/process.js'
 
 /*
  * The fast lane (src/fast-lane.ts) must answer exactly as Fastify would. Two servers, one with the
@@ -66,11 +66,6 @@ async function same (pair: Pair, method: string, path: string, headers: Headers 
   const b = await call(pair.fastify.url, method, path, headers, body)
   assert.deepEqual(comparable(a), comparable(b), `${method} ${path} ${JSON.stringify(headers)}`)
   return a
-}
-
-async function metricsUrl (server: RunningServer): Promise<string> {
-  await waitForOutput(server, /"msg":"metrics listening"/)
-  return /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening"/.exec(server.stdout())![1]!
 }
 
 /** The series both servers must agree on: every request, rate-limit, getPet and read-cache count (latency: only how many). */
@@ -141,7 +136,7 @@ describe('the fast lane answers as Fastify would (compiled server, over HTTP)', 
     const env = { METRICS_PORT: '0', RATE_LIMIT_MAX: String(max), RATE_LIMIT_ANON_MAX: '30', KEY_CACHE_TTL_MS: '1000' }
     const lane = await startServer(t, { ...env, DATABASE_URL: `sqlite:${s.db}` })
     const fastify = await startServer(t, { ...env, DATABASE_URL: `sqlite:${s.copy}`, FAST_READS: 'off' })
-    const pair: Pair = { lane, fastify, metricsUrl: { lane: await metricsUrl(lane), fastify: await metricsUrl(fastify) } }
+    const pair: Pair = { lane, fastify, metricsUrl: { lane: await metricsUrlOf(lane), fastify: await metricsUrlOf(fastify) } }
     const auth = { authorization: `Bearer ${s.keys.main}` }
 
     // Reads: a miss (the store), then hits (the lane's), getPet and pages (a full one is cached, the last is not).

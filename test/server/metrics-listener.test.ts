@@ -2,18 +2,13 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
-import { startServer } from '../helpers/process.js'
+import { metricsUrlOf, startServer } from '../helpers/process.js'
 
 describe('the /metrics listener of the compiled server', () => {
   it('serves Prometheus metrics on METRICS_PORT only, not on the API port', async (t) => {
     const dir = tempDir(t)
     const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, METRICS_PORT: '0' })
-    let metricsUrl: string | undefined
-    for (let i = 0; i < 100 && metricsUrl === undefined; i++) {
-      metricsUrl = /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening"/.exec(server.stdout())?.[1]
-      if (metricsUrl === undefined) await new Promise(resolve => setTimeout(resolve, 50))
-    }
-    assert.ok(metricsUrl, server.stdout())
+    const metricsUrl = await metricsUrlOf(server)
     assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
     const res = await fetch(metricsUrl)
     assert.equal(res.status, 200)

@@ -63,6 +63,51 @@ async function databaseWithCarelessDefaults (t: TestContext, route: typeof PG_RO
   return { url, direct }
 }
 
+/**
+ * On a database whose defaults are synchronous_commit=off and `timeout`=0, a pet insert still runs
+ * with synchronous_commit on and `timeout` = PG_STATEMENT_TIMEOUT_MS, as a trigger inside its own
+ * transaction sees them, and leaves the session's defaults as they were.
+ */
+async function insertSeesSettings (t: TestContext, route: typeof PG_ROUTES[number], prepared: 'on' | 'off', timeout: 'statement_timeout' | 'lock_timeout'): Promise<void> {
+  const { url, direct } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', `${timeout} = 0`])
+  const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234', PG_PREPARED_STATEMENTS: prepared }))
+  t.after(async () => await store.close())
+  await adminQuery(direct, `
+    CREATE TABLE seen (sc text, t text);
+    CREATE FUNCTION note_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit'), current_setting('${timeout}')); RETURN NULL; END $$;
+    CREATE TRIGGER note_settings AFTER INSERT ON pets FOR EACH STATEMENT EXECUTE FUNCTION note_settings();`)
+  await store.createPet({ name: 'durable', categoryId: 1n, status: 'available' })
+  assert.deepEqual(await adminQuery(direct, 'SELECT sc, t FROM seen'), [{ sc: 'on', t: '1234ms' }])
+  const outside = await adminQuery<{ sc: string, t: string }>(url, `SELECT current_setting('synchronous_commit') AS sc, current_setting('${timeout}') AS t`)
+  assert.deepEqual(outside[0], { sc: 'off', t: '0' }, 'the server defaults this test overrides')
+}
+
+/**
+ * A create that waits for the insert lock (held by another session) longer than
+ * PG_STATEMENT_TIMEOUT_MS is cut by the server with SQLSTATE `code` (503, nothing written), and the
+ * next create, once the lock is free, is the only pet.
+ */
+async function lockWaitIsCut (t: TestContext, route: typeof PG_ROUTES[number], prepared: 'on' | 'off', code: string): Promise<void> {
+  const url = await createTestDatabase(t, undefined, route)
+  const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300', PG_PREPARED_STATEMENTS: prepared }))
+  const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
+  await other.connect()
+  try {
+    await other.query('BEGIN')
+    await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
+    const err = await store.createPet({ name: 'late', categoryId: 1n, status: 'available' }).then(() => undefined, (e: unknown) => e)
+    assert.ok(err instanceof StoreUnavailableError, String(err))
+    assert.equal((err.cause as { code?: string }).code, code)
+    await other.query('ROLLBACK')
+    assert.equal((await store.createPet({ name: 'after', categoryId: 1n, status: 'available' })).name, 'after')
+    assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['after'])
+  } finally {
+    await other.end()
+    await store.close()
+  }
+}
+
 for (const route of PG_ROUTES) {
   describe(`PostgreSQL store [${route}]`, () => {
     it('runs every write transaction with synchronous_commit on and its timeouts, whatever the server defaults', async (t) => {
@@ -77,40 +122,12 @@ for (const route of PG_ROUTES) {
     })
 
     it('unnamed (behind a pooler: the insert function), commits every pet insert with synchronous_commit on and its statement_timeout, whatever the server defaults', async (t) => {
-      const { url, direct } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', 'statement_timeout = 0'])
-      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234', PG_PREPARED_STATEMENTS: 'off' }))
-      t.after(async () => await store.close())
-      // A trigger sees the settings in force inside the insert's own transaction, at its end.
-      await adminQuery(direct, `
-        CREATE TABLE seen (sc text, st text);
-        CREATE FUNCTION note_settings() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit'), current_setting('statement_timeout')); RETURN NULL; END $$;
-        CREATE TRIGGER note_settings AFTER INSERT ON pets FOR EACH STATEMENT EXECUTE FUNCTION note_settings();`)
-      await store.createPet({ name: 'durable', categoryId: 1n, status: 'available' })
-      assert.deepEqual(await adminQuery(direct, 'SELECT sc, st FROM seen'), [{ sc: 'on', st: '1234ms' }])
-      const outside = await adminQuery<{ sc: string, st: string }>(url, "SELECT current_setting('synchronous_commit') AS sc, current_setting('statement_timeout') AS st")
-      assert.deepEqual(outside[0], { sc: 'off', st: '0' }, 'the server defaults this test overrides')
+      await insertSeesSettings(t, route, 'off', 'statement_timeout')
     })
 
     it('unnamed (behind a pooler: the insert function), cuts a create that waits too long for the insert lock with the server statement_timeout, writing nothing', async (t) => {
-      const url = await createTestDatabase(t, undefined, route)
-      const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300', PG_PREPARED_STATEMENTS: 'off' }))
-      const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
-      await other.connect()
-      try {
-        await other.query('BEGIN')
-        await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
-        const err = await store.createPet({ name: 'late', categoryId: 1n, status: 'available' }).then(() => undefined, (e: unknown) => e)
-        assert.ok(err instanceof StoreUnavailableError, String(err))
-        // 57014 query_canceled: the server gave up (not the client's later, coarser bound).
-        assert.equal((err.cause as { code?: string }).code, '57014')
-        await other.query('ROLLBACK')
-        assert.equal((await store.createPet({ name: 'after', categoryId: 1n, status: 'available' })).name, 'after')
-        assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['after'])
-      } finally {
-        await other.end()
-        await store.close()
-      }
+      // 57014 query_canceled: the server gave up (not the client's later, coarser bound).
+      await lockWaitIsCut(t, route, 'off', '57014')
     })
 
     it('unnamed (behind a pooler: the insert function), cuts a create whose insert stalls in the database with the server statement_timeout: the 503 wrote nothing', async (t) => {
@@ -205,40 +222,12 @@ for (const route of PG_ROUTES) {
 
 describe('PostgreSQL store with named statements (direct connection): the named insert', () => {
   it('with named statements (direct), commits every pet insert with synchronous_commit on and its lock_timeout, whatever the server defaults', async (t) => {
-    const { url, direct } = await databaseWithCarelessDefaults(t, 'postgres', ['synchronous_commit = off', 'lock_timeout = 0'])
-    const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234', PG_PREPARED_STATEMENTS: 'on' }))
-    t.after(async () => await store.close())
-    // A trigger sees the settings in force inside the insert's own transaction, at its end.
-    await adminQuery(direct, `
-      CREATE TABLE seen (sc text, lt text);
-      CREATE FUNCTION note_settings() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit'), current_setting('lock_timeout')); RETURN NULL; END $$;
-      CREATE TRIGGER note_settings AFTER INSERT ON pets FOR EACH STATEMENT EXECUTE FUNCTION note_settings();`)
-    await store.createPet({ name: 'durable', categoryId: 1n, status: 'available' })
-    assert.deepEqual(await adminQuery(direct, 'SELECT sc, lt FROM seen'), [{ sc: 'on', lt: '1234ms' }])
-    const outside = await adminQuery<{ sc: string }>(url, "SELECT current_setting('synchronous_commit') AS sc")
-    assert.equal(outside[0]!.sc, 'off', 'the server default this test overrides')
+    await insertSeesSettings(t, 'postgres', 'on', 'lock_timeout')
   })
 
   it('with named statements (direct), cuts a create that waits too long for the insert lock with the server lock_timeout, writing nothing', async (t) => {
-    const url = await createTestDatabase(t, undefined, 'postgres')
-    const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300', PG_PREPARED_STATEMENTS: 'on' }))
-    const other = new pg.Client({ connectionString: via(url, testClusterUrl()) })
-    await other.connect()
-    try {
-      await other.query('BEGIN')
-      await other.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()])
-      const err = await store.createPet({ name: 'late', categoryId: 1n, status: 'available' }).then(() => undefined, (e: unknown) => e)
-      assert.ok(err instanceof StoreUnavailableError, String(err))
-      // 55P03 lock_not_available: the server gave up the wait (not the client's later, coarser bound).
-      assert.equal((err.cause as { code?: string }).code, '55P03')
-      await other.query('ROLLBACK')
-      assert.equal((await store.createPet({ name: 'after', categoryId: 1n, status: 'available' })).name, 'after')
-      assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['after'])
-    } finally {
-      await other.end()
-      await store.close()
-    }
+    // 55P03 lock_not_available: the server gave up the wait (not the client's later, coarser bound).
+    await lockWaitIsCut(t, 'postgres', 'on', '55P03')
   })
 })
 
