@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { ConfigError, EnvSchema, loadConfig, PROJECT_ROOT } from '../src/config.js'
+import { onCleanup } from './helpers/cleanup.js'
 
 describe('loadConfig', () => {
   it('applies the documented defaults, resolving the default database path against the project directory', () => {
@@ -68,7 +69,7 @@ describe('reading the environment', () => {
 
   it('reads only the variables it is given, not process.env besides them', (t) => {
     const before = process.env.PORT
-    t.after(() => { if (before === undefined) delete process.env.PORT; else process.env.PORT = before })
+    onCleanup(t, () => { if (before === undefined) delete process.env.PORT; else process.env.PORT = before })
     process.env.PORT = '9999'
     assert.equal(loadConfig({}, '/x').port, 8080)
     assert.equal(loadConfig(undefined, '/x').port, 9999)

@@ -7,12 +7,13 @@ import { pathToFileURL } from 'node:url'
 import { LogDestination } from '../src/log-destination.js'
 import { tempDir } from './helpers/app.js'
 import { ROOT } from './helpers/process.js'
+import { onCleanup } from './helpers/cleanup.js'
 
 describe('LogDestination', () => {
   it('writes every line, in order, by the time end() resolves', async (t) => {
     const file = join(tempDir(t), 'log')
     const fd = openSync(file, 'w')
-    t.after(() => closeSync(fd))
+    onCleanup(t, () => closeSync(fd))
     const dest = new LogDestination(fd, 16 * 1024 * 1024)
     const lines: string[] = []
     for (let i = 0; i < 5000; i++) {
@@ -30,7 +31,7 @@ describe('LogDestination', () => {
   it('drops lines past the byte bound instead of holding them, and counts them', async (t) => {
     const file = join(tempDir(t), 'log')
     const fd = openSync(file, 'w')
-    t.after(() => closeSync(fd))
+    onCleanup(t, () => closeSync(fd))
     const dest = new LogDestination(fd, 100)
     const line = `{"x":"${'a'.repeat(30)}"}\n` // 39 bytes
     assert.deepEqual([dest.write(line), dest.write(line), dest.write(line), dest.write('{"é":1}\n')], [true, true, false, true])

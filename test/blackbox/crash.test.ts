@@ -5,6 +5,7 @@ import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import { tempDir } from '../helpers/app.js'
 import { runCli, startServer } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const WRITERS = 8
 const KILL_AFTER_ACKS = 300
@@ -32,7 +33,7 @@ describe('durability under kill -9 (black box)', () => {
     const acked = new Map<string, number>() // name → id, only for 201 answers
     let killed = false
     const agent = new Agent({ keepAlive: true, maxSockets: WRITERS })
-    t.after(() => agent.destroy())
+    onCleanup(t, () => agent.destroy())
 
     const writer = async (w: number) => {
       for (let n = 0; ; n++) {
@@ -78,7 +79,7 @@ describe('durability under kill -9 (black box)', () => {
     again.child.kill('SIGTERM')
     await again.exited
     const db = new Database(path, { readonly: true })
-    t.after(() => db.close())
+    onCleanup(t, () => db.close())
     assert.equal(db.pragma('integrity_check', { simple: true }), 'ok')
   })
 })

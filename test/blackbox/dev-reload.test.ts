@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, it } from 'node:test'
 import { childEnv, ROOT } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 interface LogLine { pid: number, msg: string }
 
@@ -32,7 +33,7 @@ describe('npm run dev (black box)', () => {
     child.stdout.setEncoding('utf8').on('data', (s: string) => { out += s })
     child.stderr.setEncoding('utf8').on('data', (s: string) => { out += s })
     const exited = new Promise(resolve => child.once('exit', resolve))
-    t.after(async () => {
+    onCleanup(t, async () => {
       // One teardown, in order: stop the processes, then remove their files.
       if (child.exitCode === null) process.kill(-child.pid!, 'SIGTERM')
       await exited

@@ -5,6 +5,7 @@ import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
 import { tempDir } from '../helpers/app.js'
 import { httpRequest, makeKey, startServerProcess, type ServerProcess } from '../helpers/server-process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /*
  * The production build is bundled (scripts/bundle.mjs: our code with Fastify, pino and the rest in
@@ -17,7 +18,7 @@ async function failedRead (t: TestContext, env: Record<string, string>): Promise
   const dbPath = join(tempDir(t), 'petstore.db')
   const key = await makeKey(dbPath)
   const server: ServerProcess = await startServerProcess(dbPath, { env })
-  t.after(async () => { server.proc.kill('SIGKILL'); await server.exited })
+  onCleanup(t, async () => { server.proc.kill('SIGKILL'); await server.exited })
   const db = new Database(dbPath)
   db.exec('ALTER TABLE pets RENAME TO pets_gone')
   db.close()

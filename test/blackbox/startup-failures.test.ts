@@ -10,6 +10,7 @@ import { describe, it, type TestContext } from 'node:test'
 import { startCluster } from '../../scripts/pg-cluster.mjs'
 import { tempDir } from '../helpers/app.js'
 import { runCli, runServerToExit, type CliResult } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /** The whole contract of a start-up failure: exit 1, exactly one line on stderr, no stack anywhere. */
 function assertOneLine (r: CliResult, pattern: RegExp): string {
@@ -31,7 +32,7 @@ function unwritableDir (t: TestContext): string {
   const dir = join(base, 'locked')
   mkdirSync(dir)
   // One teardown, in order: lift the lock, then remove.
-  t.after(() => {
+  onCleanup(t, () => {
     if (isRoot) spawnSync('chattr', ['-i', dir])
     else chmodSync(dir, 0o755)
     rmSync(base, { recursive: true, force: true })
@@ -53,7 +54,7 @@ describe('start-up failures: one line with the cause and the setting, exit 1 (bl
   it('PostgreSQL refusing the password, then PostgreSQL down: names host:port and DATABASE_URL, never the password', async (t) => {
     // A cluster of our own whose TCP logins need a password (the shared test cluster trusts them).
     const cluster = await startCluster({ password: 'right-horse-battery' })
-    t.after(() => cluster.destroy())
+    onCleanup(t, () => cluster.destroy())
     const good = new URL(cluster.url)
     const wrong = new URL(cluster.url)
     wrong.password = 'wrong-staple-42'
@@ -109,7 +110,7 @@ describe('start-up failures: one line with the cause and the setting, exit 1 (bl
   it('a port in use: names HOST:PORT and PORT', async (t) => {
     const taken = createServer().listen(0, '127.0.0.1')
     await once(taken, 'listening')
-    t.after(() => taken.close())
+    onCleanup(t, () => taken.close())
     const port = (taken.address() as AddressInfo).port
     const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, HOST: '127.0.0.1', PORT: String(port) }
     for (const r of [await runServerToExit(env), await runCli(['serve'], env)]) {

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, it, type TestContext } from 'node:test'
 import { tempDir } from '../helpers/app.js'
 import { childEnv, ROOT, SERVER_PATH } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const KEY = /psk_[A-Za-z0-9_-]{43}/
 const ESC = '\u001b['
@@ -26,7 +27,7 @@ async function startInTerminal (t: TestContext, env: Record<string, string>, rea
   let screen = ''
   child.stdout.setEncoding('utf8').on('data', (s: string) => { screen += s })
   const exited = new Promise(resolve => child.once('exit', resolve))
-  t.after(async () => {
+  onCleanup(t, async () => {
     // Closing the terminal hangs up the server (SIGHUP), as closing a terminal window does.
     child.kill('SIGTERM')
     await exited

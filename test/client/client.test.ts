@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { createClient, ERROR_CODES, PET_STATUSES, PetstoreError, type DeprecationNotice } from '../../packages/client/src/index.js'
 import { checkingFetch, startTestServer } from '../helpers/server.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const INT64_MAX = 2n ** 63n - 1n
 
@@ -87,7 +88,7 @@ describe('@petstore/client', () => {
     const warnings: Error[] = []
     const listener = (w: Error): void => { warnings.push(w) }
     process.on('warning', listener)
-    t.after(() => process.off('warning', listener))
+    onCleanup(t, () => process.off('warning', listener))
     const client = createClient({ baseUrl: s.baseUrl, apiKey: s.key })
     await client.getPet(1n).catch(() => {})
     await new Promise(resolve => setImmediate(resolve))

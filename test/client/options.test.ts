@@ -3,6 +3,7 @@ import { createServer, type Socket } from 'node:net'
 import { describe, it, type TestContext } from 'node:test'
 import { createClient, parseRetryAfter, PetstoreConnectionError, PetstoreError, PetstoreTimeoutError } from '../../packages/client/src/index.js'
 import { checkingFetch, freePort, startTestServer } from '../helpers/server.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /** checkingFetch that also records the status of every answer, in order. */
 function recordingFetch (statuses: number[], onAnswer?: (status: number) => void): typeof fetch {
@@ -19,7 +20,7 @@ async function silentServer (t: TestContext): Promise<string> {
   const sockets = new Set<Socket>()
   const server = createServer(s => { sockets.add(s); s.on('error', () => {}) })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  t.after(() => { for (const s of sockets) s.destroy(); server.close() })
+  onCleanup(t, () => { for (const s of sockets) s.destroy(); server.close() })
   return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`
 }
 

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { freePort } from '../helpers/server.js'
 import { makeKey, startServerProcess } from '../helpers/server-process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const run = promisify(execFile)
 const REPO = fileURLToPath(new URL('../../', import.meta.url))
@@ -67,7 +68,7 @@ createClient({ baseUrl, apiKey, onDeprecation: () => {} }).getPet(1n).then(
 describe('@petstore/client as a package', () => {
   it('packs with dist, installs from the tarball outside the repo, type-checks strictly and works against dist/server.js', { timeout: 300_000 }, async (t) => {
     const scratch = mkdtempSync(join(tmpdir(), 'petstore-client-'))
-    t.after(() => rmSync(scratch, { recursive: true, force: true }))
+    onCleanup(t, () => rmSync(scratch, { recursive: true, force: true }))
 
     // npm pack runs `prepare`, which builds dist; the tarball is what an integrator receives.
     const packed = await npm(CLIENT_DIR, ['pack', '--json', '--pack-destination', scratch])
@@ -120,7 +121,7 @@ describe('@petstore/client as a package', () => {
     const db = join(scratch, 'petstore.db')
     const key = await makeKey(db)
     const server = await startServerProcess(db)
-    t.after(() => server.proc.kill('SIGKILL'))
+    onCleanup(t, () => server.proc.kill('SIGKILL'))
     const baseUrl = `http://127.0.0.1:${server.port}/v1`
     const deadUrl = `http://127.0.0.1:${await freePort()}/v1`
 
@@ -140,7 +141,7 @@ describe('@petstore/client as a package', () => {
 
   it('installs from a folder of a fresh clone (no root node_modules): prepare installs its own dependencies and builds', { timeout: 300_000 }, async (t) => {
     const scratch = mkdtempSync(join(tmpdir(), 'petstore-client-folder-'))
-    t.after(() => rmSync(scratch, { recursive: true, force: true }))
+    onCleanup(t, () => rmSync(scratch, { recursive: true, force: true }))
     // The package folder as a clone has it: sources only, nothing built or installed, no enclosing node_modules.
     const folder = join(scratch, 'clone/packages/client')
     cpSync(CLIENT_DIR, folder, { recursive: true, filter: src => !/[/\\](dist|node_modules)$/.test(src) && !src.endsWith('.tgz') })

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { tempDir } from '../helpers/app.js'
 import { httpRequest, makeKey, startServerProcess } from '../helpers/server-process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /*
  * A SIGKILL cannot tell synchronous=FULL from NORMAL (the OS keeps written pages either way), so the
@@ -37,7 +38,7 @@ async function traced (t: TestContext, synchronous: string) {
     for (const pid of children) process.kill(Number(pid), 'SIGTERM')
     await server.exited
   }
-  t.after(async () => { if (server.proc.exitCode === null && server.proc.signalCode === null) await stop() })
+  onCleanup(t, async () => { if (server.proc.exitCode === null && server.proc.signalCode === null) await stop() })
   const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
   const create = (name: string) => httpRequest(server.port, 'POST', '/v1/pets', auth, JSON.stringify({ name, categoryId: 1 }))
   return { create, stop, trace }

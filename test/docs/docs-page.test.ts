@@ -6,6 +6,7 @@ import { describe, it, type TestContext } from 'node:test'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { createPet } from '../helpers/app.js'
 import { startTestServer } from '../helpers/server.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url)
 
@@ -25,7 +26,7 @@ async function openBrowser (t: TestContext, origin: string, hostName?: string): 
     ],
     timeout: 60_000
   })
-  t.after(() => browser.close())
+  onCleanup(t, () => browser.close())
   const context = await browser.newContext({ viewport: { width: 1280, height: 2000 } })
   const foreign: string[] = []
   await context.route(() => true, async (route) => {

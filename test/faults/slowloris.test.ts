@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
 import { httpRequest, makeKey, startServerProcess } from '../helpers/server-process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const SOCKETS = Number(process.env.SLOWLORIS_SOCKETS ?? 2000)
 
@@ -23,7 +24,7 @@ describe('idle and slow connections (slowloris) do not stop service for others',
     const server = await startServerProcess(db)
     const sockets: Socket[] = []
     let trickle: NodeJS.Timeout | undefined
-    t.after(async () => {
+    onCleanup(t, async () => {
       clearInterval(trickle)
       for (const s of sockets) s.destroy()
       server.proc.kill('SIGKILL')

@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { errorCode } from '../helpers/property.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /*
  * Real faults, no mocks: a disk that fills up (a tiny tmpfs mounted for the test; CI runs as root)
@@ -21,7 +22,7 @@ import { errorCode } from '../helpers/property.js'
 function scratch (t: TestContext): { dir: string, undo: Array<() => unknown> } {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-fault-'))
   const undo: Array<() => unknown> = []
-  t.after(async () => {
+  onCleanup(t, async () => {
     for (const fn of undo.reverse()) await fn()
     rmSync(dir, { recursive: true, force: true })
   })

@@ -38,6 +38,7 @@ import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
 import { checkResponse } from './conformance.js'
+import { onCleanup } from './cleanup.js'
 
 export type StoreKind = 'sqlite' | 'postgres' | 'pgbouncer'
 /** The ways the tests reach PostgreSQL: directly, or through the pooler. */
@@ -70,7 +71,7 @@ export interface TestApp {
 /** A temporary directory removed when the test ends. */
 export function tempDir (t: TestContext, prefix = 'petstore-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  onCleanup(t, () => rmSync(dir, { recursive: true, force: true }))
   return dir
 }
 
@@ -107,7 +108,7 @@ function adminPool (): pg.Pool {
 export async function createTestDatabase (t: TestContext, cleanup?: () => Promise<unknown>, route: PgRoute = 'postgres'): Promise<string> {
   const name = `petstore_t_${process.pid}_${randomBytes(6).toString('hex')}`
   await adminPool().query(`CREATE DATABASE ${name}`)
-  t.after(async () => {
+  onCleanup(t, async () => {
     try {
       await cleanup?.()
     } finally {
@@ -168,7 +169,7 @@ export async function buildTestApp (t: TestContext, opts: {
     ...(opts.pressureSampleIntervalMs !== undefined ? { pressureSampleIntervalMs: opts.pressureSampleIntervalMs } : {})
   })
   // A PostgreSQL app of its own is closed by its database's cleanup, just before the drop.
-  if (kind === 'sqlite' || opts.sameDatabaseAs !== undefined) t.after(() => app?.close())
+  if (kind === 'sqlite' || opts.sameDatabaseAs !== undefined) onCleanup(t, () => app?.close())
   checkEveryResponse(app)
   const { key } = await createApiKey(store, 'test')
   return { app, store, config, key, auth: { authorization: `Bearer ${key}` }, dir, kind, databaseUrl, metrics }

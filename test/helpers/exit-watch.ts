@@ -9,6 +9,7 @@ import { appendFileSync } from 'node:fs'
  * tests) is expected; SIGTERM/SIGINT must end in a graceful exit 0, never in the signal itself.
  */
 export function watchExit (child: ChildProcess, what: string): void {
+  killAtExit(child)
   const sent = new Set<string>()
   const kill = child.kill.bind(child)
   child.kill = (signal?: NodeJS.Signals | number) => {
@@ -18,6 +19,18 @@ export function watchExit (child: ChildProcess, what: string): void {
   child.once('exit', (_code, signal) => {
     if (signal !== null && !(signal === 'SIGKILL' && sent.has('SIGKILL'))) recordSignal(what, child.pid, signal)
   })
+}
+
+const live = new Set<ChildProcess>()
+process.once('exit', () => { for (const child of live) child.kill('SIGKILL') })
+
+/**
+ * A process a test started that is still running when the test file's process exits (a cleanup that
+ * never ran; the runner's --test-force-exit) is killed with it, not left holding a port and a store.
+ */
+export function killAtExit (child: ChildProcess): void {
+  live.add(child)
+  child.once('exit', () => live.delete(child))
 }
 
 /** Records a process of ours that ended by an unexpected signal (see watchExit). */

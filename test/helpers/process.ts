@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TestContext } from 'node:test'
 import { recordSignal, watchExit } from './exit-watch.js'
+import { onCleanup } from './cleanup.js'
 
 /** The repository root: the compiled entry points run from here, as `npm start` and `npx petstore` do. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -102,11 +103,11 @@ export async function startServer (t: TestContext, env: Record<string, string>, 
   const keyFile: Record<string, string> = {}
   if (env.DATABASE_URL?.startsWith('postgres') === true) {
     const dir = mkdtempSync(join(tmpdir(), 'petstore-key-'))
-    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    onCleanup(t, () => rmSync(dir, { recursive: true, force: true }))
     keyFile.FIRST_KEY_FILE = join(dir, 'first-api-key.txt')
   }
   const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0', ...keyFile, ...env })
-  t.after(async () => {
+  onCleanup(t, async () => {
     if (p.child.exitCode === null && p.child.signalCode === null) {
       p.child.kill('SIGKILL')
       await p.exited

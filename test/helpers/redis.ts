@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import type { TestContext } from 'node:test'
+import { onCleanup } from './cleanup.js'
+import { killAtExit } from './exit-watch.js'
 
 /** A free loopback TCP port (asked of the kernel, then released). */
 export async function freePort (): Promise<number> {
@@ -27,10 +29,11 @@ export async function startRedisServer (t: TestContext): Promise<{ url: string, 
   const port = await freePort()
   let child: ChildProcess | undefined
   let exited: Promise<void> = Promise.resolve()
-  t.after(() => { child?.kill('SIGKILL') })
+  onCleanup(t, () => { child?.kill('SIGKILL') })
   const start = async (): Promise<void> => {
     const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
     child = c
+    killAtExit(c)
     exited = new Promise<void>(resolve => c.once('exit', () => resolve()))
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('redis-server did not start within 10 s')), 10000)

@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { STORES, assertError, buildTestApp, tempDir } from '../helpers/app.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID = 'Bearer realm="petstore", error="invalid_token", error_description="the API key is invalid or revoked"'
@@ -135,7 +136,7 @@ describe('API keys', () => {
     for (const key of [ta.key, second.key]) assert.match(key, /^psk_[A-Za-z0-9_-]{43}$/)
     assert.notEqual(ta.key, second.key)
     const db = new Database(join(ta.dir, 'petstore.db'), { readonly: true })
-    t.after(() => db.close())
+    onCleanup(t, () => db.close())
     const dump = JSON.stringify(db.prepare('SELECT * FROM api_keys').all())
     for (const key of [ta.key, second.key]) {
       assert.equal(dump.includes(key), false)
@@ -151,7 +152,7 @@ describe('API keys', () => {
     let logs = ''
     const stream = new Writable({ write (chunk, _enc, done) { logs += String(chunk); done() } })
     const app = await buildApp({ config, store, logger: { level: 'trace', stream } })
-    t.after(() => app.close())
+    onCleanup(t, () => app.close())
     const { key } = await createApiKey(store, 'logged?')
     assert.equal((await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })).statusCode, 200)
     assert.equal((await app.inject({ url: '/v1/pets/abc', headers: { authorization: `Bearer ${key}x` } })).statusCode, 401)

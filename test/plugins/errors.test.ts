@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/store/index.js'
 import { assertError, buildTestApp, tempDir } from '../helpers/app.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 describe('unknown routes and methods', () => {
   it('answers 404 not_found as an Error, outside /v1 without a key and under /v1 after one', async (t) => {
@@ -82,7 +83,7 @@ describe('unexpected failures', () => {
     let logs = ''
     const stream = new Writable({ write (chunk, _enc, done) { logs += String(chunk); done() } })
     const app = await buildApp({ config, store, logger: { level: 'info', stream } })
-    t.after(() => app.close())
+    onCleanup(t, () => app.close())
     // A real route that fails the way a bug would; the app's one error handler must answer for it.
     app.get('/boom', async () => { throw new TypeError('secret internal detail at /srv/app.js:42') })
     const res = await app.inject({ url: '/boom', headers: { 'x-request-id': 'boom-1' } })

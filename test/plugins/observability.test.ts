@@ -9,6 +9,7 @@ import { accessLogger, type Access } from '../../src/access-line.js'
 import { buildMetricsApp, Metrics } from '../../src/plugins/metrics.js'
 import { requestLogger } from '../../src/request-logger.js'
 import { buildTestApp } from '../helpers/app.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 function capture (): { stream: Writable, lines: () => Array<Record<string, unknown>>, text: () => string } {
   const chunks: string[] = []
@@ -127,7 +128,7 @@ describe('GET /metrics', () => {
     const broken = await buildTestApp(t)
     const locker = new Database(join(broken.dir, 'petstore.db'))
     locker.exec('BEGIN EXCLUSIVE')
-    t.after(() => { if (locker.open) locker.close() })
+    onCleanup(t, () => { if (locker.open) locker.close() })
     const failed = await broken.app.inject({ method: 'POST', url: '/v1/pets', headers: broken.auth, payload: { name: 'Rex', categoryId: 1 } })
     locker.exec('ROLLBACK')
     locker.close()
@@ -135,7 +136,7 @@ describe('GET /metrics', () => {
     assert.match(await broken.metrics.registry.metrics(), /petstore_store_errors_total\{store="sqlite"\} 1/)
 
     const metricsApp = buildMetricsApp(ta.metrics)
-    t.after(() => metricsApp.close())
+    onCleanup(t, () => metricsApp.close())
     const res = await metricsApp.inject({ url: '/metrics' })
     assert.equal(res.statusCode, 200)
     assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/)

@@ -8,6 +8,7 @@ import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { startRedis, startRedisServer } from '../helpers/redis.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const BAD_KEY = 'Bearer psk_' + 'A'.repeat(43)
 
@@ -69,7 +70,7 @@ describe('per-API-key rate limit', () => {
     const dir = tempDir(t)
     const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, REDIS_URL: redis.url }, dir)
     const store = await openStore(config)
-    t.after(() => store.close())
+    onCleanup(t, () => store.close())
     await assert.rejects(buildApp({ config, store }), /^Error: REDIS_URL: cannot connect to Redis/)
   })
 })

@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.js'
 import { createApiKey, hashApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { STORES, buildTestApp, type TestApp } from '../helpers/app.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 function post (ta: TestApp, key: string | undefined, body: unknown, auth = ta.auth) {
   return ta.app.inject({
@@ -126,7 +127,7 @@ for (const store of STORES) {
       // A fresh process on the same database sees the record.
       const config = loadConfig({ DATABASE_URL: a.databaseUrl }, a.dir)
       const fresh = await openStore(config)
-      t.after(() => fresh.close())
+      onCleanup(t, () => fresh.close())
       const keyId = (await fresh.findApiKeyByHash(hashApiKey(a.key)))!.id
       const again = await fresh.createPetIdempotent({ name: 'Rex', categoryId: 7n, status: 'available' }, {
         apiKeyId: keyId, key: 'cross', fingerprint: 'different', now: new Date(), expiredBefore: new Date(Date.now() - 86400000)

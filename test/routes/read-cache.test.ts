@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { buildMetricsApp } from '../../src/plugins/metrics.js'
 import { buildTestApp, createPet, deletePetInDb, STORES, type TestApp } from '../helpers/app.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const get = async (ta: TestApp, url: string, headers: Record<string, string> = {}) => await ta.app.inject({ url, headers: { ...ta.auth, ...headers } })
 const ids = (body: string) => (JSON.parse(body) as Array<{ id: number }>).map(p => p.id)
@@ -38,7 +39,7 @@ for (const store of STORES) {
       assert.equal((await get(ta, '/v1/pets?limit=5')).body.includes('"p0"'), false)
 
       const metrics = buildMetricsApp(ta.metrics)
-      t.after(() => metrics.close())
+      onCleanup(t, () => metrics.close())
       const text = (await metrics.inject({ url: '/metrics' })).body
       assert.match(text, /petstore_read_cache_hits_total\{kind="page"\} 2/)
       assert.match(text, /petstore_read_cache_hits_total\{kind="pet"\} 1/)

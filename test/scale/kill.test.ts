@@ -5,6 +5,7 @@ import { describe, it } from 'node:test'
 import pg from 'pg'
 import { PG_ROUTES, createTestDatabase, testClusterUrl } from '../helpers/app.js'
 import { runCli, startServer, type RunningServer } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 const WRITERS = 8
 const KILL_AFTER_ACKS = 150
@@ -59,7 +60,7 @@ for (const route of PG_ROUTES) {
       const unanswered: Array<{ name: string, idemKey: string, body: string }> = []
       let killed = false
       const agent = new Agent({ keepAlive: true, maxSockets: WRITERS })
-      t.after(() => agent.destroy())
+      onCleanup(t, () => agent.destroy())
       await Promise.all(Array.from({ length: WRITERS }, async (_, w) => {
         for (let n = 0; ; n++) {
           const name = `w${w}-${n}`
@@ -126,7 +127,7 @@ for (const route of PG_ROUTES) {
       const db = new URL(url).pathname.slice(1)
       const admin = new pg.Client({ connectionString: testClusterUrl() })
       await admin.connect()
-      t.after(() => admin.end())
+      onCleanup(t, () => admin.end())
       const open = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND state LIKE \'idle in transaction%\'', [db])
       const locks = await admin.query('SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = $1 AND l.locktype = \'advisory\'', [db])
       assert.deepEqual([open.rows[0].n, locks.rows[0].n], [0, 0])

@@ -9,6 +9,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 interface Outcome { status: number, body: { id?: number, code?: string, message?: string, status?: number }, startedAt: number }
 
@@ -23,9 +24,9 @@ const UNAVAILABLE = { code: 'service_unavailable', message: 'the store is unavai
  */
 async function appOnOwnCluster (t: TestContext, pooler = false): Promise<{ cluster: Cluster, bouncer?: PgBouncer, app: FastifyInstance, headers: Record<string, string> }> {
   const cluster = await startCluster({ maxConnections: 50 })
-  t.after(() => cluster.destroy())
+  onCleanup(t, () => cluster.destroy())
   const bouncer = pooler ? await startPgBouncer(cluster.url, { server_login_retry: 1 }) : undefined
-  if (bouncer !== undefined) t.after(() => bouncer.destroy())
+  if (bouncer !== undefined) onCleanup(t, () => bouncer.destroy())
   const admin = new pg.Client({ connectionString: cluster.url })
   await admin.connect()
   await admin.query('CREATE DATABASE outage')
@@ -36,7 +37,7 @@ async function appOnOwnCluster (t: TestContext, pooler = false): Promise<{ clust
   const config = loadConfig({ DATABASE_URL: url.href, PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '500', RATE_LIMIT_MAX: '0' })
   const store = await openStore(config)
   const app = await buildApp({ config, store })
-  t.after(() => app.close())
+  onCleanup(t, () => app.close())
   const { key } = await createApiKey(store, 'outage')
   return { cluster, ...(bouncer !== undefined ? { bouncer } : {}), app, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }
 }

@@ -10,6 +10,7 @@ import { openStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
 import { buildTestApp, createPet, tempDir } from '../helpers/app.js'
 import { errorCode } from '../helpers/property.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /*
  * The OWASP API Security Top 10 (2023), item by item. Each describe is one item: tests where the
@@ -95,7 +96,7 @@ describe('API2:2023 Broken Authentication', () => {
     const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'log.db')}` })
     const store = await openStore(config)
     const app = await buildApp({ config, store, logger: { level: 'trace', stream } })
-    t.after(() => app.close())
+    onCleanup(t, () => app.close())
     const { key } = await createApiKey(store, 'logged?')
     const wrong = 'psk_' + 'Q'.repeat(43)
     const bodies: string[] = []

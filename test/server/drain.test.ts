@@ -7,6 +7,7 @@ import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
 import { runCli, startServer } from '../helpers/process.js'
 import { httpRequest } from '../helpers/server-process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /** Long enough for this test's handful of requests on a loaded machine; the process exits after it. */
 const DELAY_MS = 8000
@@ -33,7 +34,7 @@ describe('rolling restart: SIGTERM drains first (compiled server)', () => {
     // the server has stopped accepting connections.
     const body = JSON.stringify({ name: 'in flight', categoryId: 7 })
     const slow = connect(port, '127.0.0.1')
-    t.after(() => slow.destroy())
+    onCleanup(t, () => slow.destroy())
     let slowAnswer = ''
     slow.setEncoding('utf8').on('data', (d: string) => { slowAnswer += d })
     const slowClosed = new Promise<void>(resolve => slow.once('close', () => resolve()))
@@ -66,7 +67,7 @@ describe('rolling restart: SIGTERM drains first (compiled server)', () => {
     assert.ok(server.stdout().includes('"msg":"shut down cleanly"'))
 
     const store = await openStore(loadConfig({ DATABASE_URL: env.DATABASE_URL }, dir))
-    t.after(() => store.close())
+    onCleanup(t, () => store.close())
     const names = (await store.listPets({ afterId: null, limit: 100, status: undefined })).map(p => p.name).sort()
     assert.deepEqual(names, ['during drain', 'in flight'])
   })

@@ -14,6 +14,7 @@ import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
 import { fcParams } from '../helpers/property.js'
 import { metricsUrlOf, type RunningServer, startServer } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /*
  * The fast lane (src/fast-lane.ts) must answer exactly as Fastify would. Two servers, one with the
@@ -266,7 +267,7 @@ async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now:
     const store = await openStore(config)
     const m = new Metrics(store)
     const app = await buildApp({ config, store, now, metrics: m })
-    t.after(() => app.close())
+    onCleanup(t, () => app.close())
     await app.listen({ host: '127.0.0.1', port: 0 })
     apps.push(app)
     metrics.push(m)

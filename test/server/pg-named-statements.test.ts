@@ -7,6 +7,7 @@ import { openStore } from '../../src/store/index.js'
 import { startPgBouncer } from '../../scripts/pgbouncer.mjs'
 import { createTestDatabase, testClusterUrl } from '../helpers/app.js'
 import { startServer, waitForOutput, type RunningServer } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 async function metricsUrl (server: RunningServer): Promise<string> {
   for (let i = 0; i < 200; i++) {
@@ -33,7 +34,7 @@ describe('PG_PREPARED_STATEMENTS=auto in the compiled server', () => {
     // One server connection behind the pooler for all of the service's pool: a statement one pool
     // connection prepared is already there when the next one prepares it (42P05).
     const bouncer = await startPgBouncer(testClusterUrl(), { default_pool_size: 1 })
-    t.after(async () => await bouncer.destroy())
+    onCleanup(t, async () => await bouncer.destroy())
     const direct = await createTestDatabase(t)
     const store = await openStore(loadConfig({ DATABASE_URL: direct }))
     const { key } = await createApiKey(store, 'test')

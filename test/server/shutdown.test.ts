@@ -10,6 +10,7 @@ import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
 import { watchExit } from '../helpers/exit-watch.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 interface Answer { status: number, body: string }
 
@@ -58,7 +59,7 @@ describe('graceful shutdown of the compiled server', () => {
     let stderr = ''
     child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
     const exited = new Promise<number | null>(resolve => child.once('exit', (code) => resolve(code)))
-    t.after(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+    onCleanup(t, () => { if (child.exitCode === null) child.kill('SIGKILL') })
 
     const logs: Array<Record<string, unknown>> = []
     const waiters: Array<{ test: (l: Record<string, unknown>) => boolean, resolve: (l: Record<string, unknown>) => void }> = []
@@ -82,7 +83,7 @@ describe('graceful shutdown of the compiled server', () => {
 
     // An idle keep-alive connection: must be closed at once on shutdown, not after KEEP_ALIVE_TIMEOUT_MS.
     const idleAgent = new Agent({ keepAlive: true, maxSockets: 1 })
-    t.after(() => idleAgent.destroy())
+    onCleanup(t, () => idleAgent.destroy())
     assert.equal((await call(idleAgent, port, 'GET', '/healthz', {})).status, 200)
     const idleSocket = Object.values(idleAgent.freeSockets).flat()[0] as Socket
     const idleClosed = new Promise<void>(resolve => idleSocket.once('close', () => resolve()))
@@ -90,7 +91,7 @@ describe('graceful shutdown of the compiled server', () => {
     // A request in flight across the signal: headers and half the body now, the rest after SIGTERM.
     const slowBody = JSON.stringify({ name: 'in-flight', categoryId: 42 })
     const slow = connect(port, '127.0.0.1')
-    t.after(() => slow.destroy())
+    onCleanup(t, () => slow.destroy())
     let slowAnswer = ''
     slow.setEncoding('utf8')
     slow.on('data', (d: string) => { slowAnswer += d })
@@ -103,7 +104,7 @@ describe('graceful shutdown of the compiled server', () => {
     const outcomes = new Map<string, number>()
     let stop = false
     const loadAgent = new Agent({ keepAlive: true, maxSockets: 8 })
-    t.after(() => loadAgent.destroy())
+    onCleanup(t, () => loadAgent.destroy())
     const worker = async (w: number): Promise<void> => {
       for (let i = 0; !stop; i++) {
         const name = `w${w}-${i}`
@@ -152,7 +153,7 @@ describe('graceful shutdown of the compiled server', () => {
 
     // Every acknowledged pet is in the database after the process is gone.
     const store = await openStore(loadConfig({ DATABASE_URL: dbUrl }, dir))
-    t.after(() => store.close())
+    onCleanup(t, () => store.close())
     for (const { id, name } of [...acknowledged, { id: slowId, name: 'in-flight' }]) {
       const pet = await store.getPet(BigInt(id))
       assert.equal(pet?.name, name, `acknowledged pet ${id} lost`)

@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/store/index.js'
 import { PET_READS } from '../../src/store/postgres/index.js'
 import { createTestDatabase } from '../helpers/app.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 interface PlanNode { 'Node Type': string, 'Index Name'?: string, Plans?: PlanNode[] }
 
@@ -29,7 +30,7 @@ describe('PostgreSQL read plans', () => {
     await (await openStore(loadConfig({ DATABASE_URL: url }))).close()
     const client = new pg.Client({ connectionString: url })
     await client.connect()
-    t.after(async () => await client.end())
+    onCleanup(t, async () => await client.end())
     // After-hooks run in order of registration: the database is dropped (WITH FORCE) first, and the
     // server's termination of this connection is expected.
     client.on('error', () => {})

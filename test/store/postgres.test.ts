@@ -11,11 +11,12 @@ import { PET_INSERT_LOCK_KEY } from '../../src/store/postgres/index.js'
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js'
 import { PG_ROUTES, createTestDatabase, testClusterUrl } from '../helpers/app.js'
 import { startPgBouncer, type PgBouncer } from '../../scripts/pgbouncer.mjs'
+import { onCleanup } from '../helpers/cleanup.js'
 
 /** A PgBouncer of the test's own (transaction mode, stock startup-parameter policy) with `settings`. */
 async function ownPgBouncer (t: TestContext, settings: Record<string, string | number> = {}): Promise<PgBouncer> {
   const b = await startPgBouncer(testClusterUrl(), settings)
-  t.after(async () => await b.destroy())
+  onCleanup(t, async () => await b.destroy())
   return b
 }
 
@@ -71,7 +72,7 @@ async function databaseWithCarelessDefaults (t: TestContext, route: typeof PG_RO
 async function insertSeesSettings (t: TestContext, route: typeof PG_ROUTES[number], prepared: 'on' | 'off', timeout: 'statement_timeout' | 'lock_timeout'): Promise<void> {
   const { url, direct } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', `${timeout} = 0`])
   const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '1234', PG_PREPARED_STATEMENTS: prepared }))
-  t.after(async () => await store.close())
+  onCleanup(t, async () => await store.close())
   await adminQuery(direct, `
     CREATE TABLE seen (sc text, t text);
     CREATE FUNCTION note_settings() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -113,7 +114,7 @@ for (const route of PG_ROUTES) {
     it('runs every write transaction with synchronous_commit on and its timeouts, whatever the server defaults', async (t) => {
       const { url } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', 'statement_timeout = 0'])
       const db = new PgDatabase(pgOptions(url, { statementTimeoutMs: 1234 }))
-      t.after(async () => await db.end())
+      onCleanup(t, async () => await db.end())
       const sql = "SELECT current_setting('synchronous_commit') AS sc, current_setting('statement_timeout') AS st, current_setting('idle_in_transaction_session_timeout') AS idle, 9007199254740993::int8 AS n"
       const outside = await db.query<{ sc: string, st: string }>({ text: sql })
       assert.deepEqual([outside.rows[0]!.sc, outside.rows[0]!.st], ['off', '0'], 'the server defaults this test overrides')
@@ -136,7 +137,7 @@ for (const route of PG_ROUTES) {
       const url = await createTestDatabase(t, undefined, route)
       const direct = via(url, testClusterUrl())
       const store = await openStore(loadConfig({ DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300', PG_PREPARED_STATEMENTS: 'off' }))
-      t.after(async () => await store.close())
+      onCleanup(t, async () => await store.close())
       await adminQuery(direct, `
         CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(5); RETURN NEW; END $$;
         CREATE TRIGGER stall BEFORE INSERT ON pets FOR EACH ROW EXECUTE FUNCTION stall();`)
@@ -164,7 +165,7 @@ for (const route of PG_ROUTES) {
       assert.deepEqual(await migrateStore(config), [3])
       assert.deepEqual(await migrateStore(config), [])
       const store = await openStore(config)
-      t.after(async () => await store.close())
+      onCleanup(t, async () => await store.close())
       const made = await Promise.all(['a', "b'); DROP TABLE pets; --", 'c\\x00', '\u0000"\\'].map(async name => await store.createPet({ name, categoryId: -9223372036854775808n, status: 'pending' })))
       const walk = await store.listPets({ afterId: null, limit: 10, status: undefined })
       assert.deepEqual(walk.map(p => [p.name, p.categoryId]), [['old', 9223372036854775807n], ...made.sort((x, y) => (x.id < y.id ? -1 : 1)).map(p => [p.name, -9223372036854775808n])])
@@ -271,7 +272,7 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
   it('with PG_PREPARED_STATEMENTS=auto, names primary-key reads on a direct connection', async (t) => {
     const url = await createTestDatabase(t)
     const db = new PgDatabase(pgOptions(url, { poolMax: 1, preparedStatements: 'auto' }))
-    t.after(async () => await db.end())
+    onCleanup(t, async () => await db.end())
     const read = { name: 'get_one', stablePlan: true, text: 'SELECT $1::int8 AS n', values: ['7'] }
     assert.deepEqual((await db.query(read)).rows, [{ n: 7n }])
     assert.deepEqual((await db.query(read)).rows, [{ n: 7n }])
@@ -289,7 +290,7 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
     const url = via(await createTestDatabase(t), bouncer.url)
     const dbs = [1, 2].map(() => new PgDatabase(pgOptions(url, { poolMax: 2, preparedStatements: 'auto' })))
-    t.after(async () => await Promise.all(dbs.map(async db => await db.end())))
+    onCleanup(t, async () => await Promise.all(dbs.map(async db => await db.end())))
     for (let round = 0; round < 5; round++) {
       const reads = await Promise.all(dbs.flatMap(db => [1, 2].map(async (i) =>
         (await db.query<{ n: bigint }>({ name: 'get_one', stablePlan: true, text: 'SELECT $1::int8 AS n', values: [String(round * 10 + i)] })).rows[0]!.n)))
@@ -304,7 +305,7 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
     const url = via(await createTestDatabase(t), bouncer.url)
     const stores = await Promise.all([1, 2].map(async () => await openStore(loadConfig({ DATABASE_URL: url, PG_PREPARED_STATEMENTS: 'auto' }))))
-    t.after(async () => await Promise.all(stores.map(async s => await s.close())))
+    onCleanup(t, async () => await Promise.all(stores.map(async s => await s.close())))
     const told: unknown[] = []
     for (const s of stores) s.onNamingStopped!((e) => told.push(e))
     assert.deepEqual(stores.map(s => s.namedStatements!()), [true, true])
@@ -343,7 +344,7 @@ describe('PostgreSQL store start failures', () => {
     // A listener that never speaks PostgreSQL: only the connect timeout can end the wait.
     const silent = createServer(() => {})
     await new Promise<void>(resolve => silent.listen(0, '127.0.0.1', resolve))
-    t.after(() => { silent.close() })
+    onCleanup(t, () => { silent.close() })
     const { port } = silent.address() as { port: number }
     const config = loadConfig({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x`, PG_CONNECT_TIMEOUT_MS: '300' })
     const err = await openStore(config).then(() => undefined, (e: unknown) => e)

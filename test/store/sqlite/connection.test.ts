@@ -6,11 +6,12 @@ import { isUnavailableError, openSqlite } from '../../../src/store/sqlite/connec
 import { migrateSqlite, SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migrations.js'
 import { SqliteStore } from '../../../src/store/sqlite/index.js'
 import { tempDir } from '../../helpers/app.js'
+import { onCleanup } from '../../helpers/cleanup.js'
 
 describe('SQLite connection', () => {
   it('runs in WAL mode with synchronous=FULL, a busy timeout and foreign keys, read back from SQLite', (t) => {
     const db = openSqlite(join(tempDir(t), 'p.db'), 'FULL')
-    t.after(() => db.close())
+    onCleanup(t, () => db.close())
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal')
     assert.equal(Number(db.pragma('synchronous', { simple: true })), 2)
     assert.equal(Number(db.pragma('busy_timeout', { simple: true })), 5000)
@@ -19,7 +20,7 @@ describe('SQLite connection', () => {
 
   it('sets the configured synchronous level (EXTRA = 3)', (t) => {
     const db = openSqlite(join(tempDir(t), 'p.db'), 'EXTRA')
-    t.after(() => db.close())
+    onCleanup(t, () => db.close())
     assert.equal(Number(db.pragma('synchronous', { simple: true })), 3)
   })
 
@@ -28,7 +29,7 @@ describe('SQLite connection', () => {
     const store = await SqliteStore.open({ path, synchronous: 'FULL' })
     await store.close()
     const db = new Database(path, { readonly: true })
-    t.after(() => db.close())
+    onCleanup(t, () => db.close())
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal')
   })
 })
@@ -36,7 +37,7 @@ describe('SQLite connection', () => {
 describe('SQLite migrations', () => {
   it('apply once, in order, and are recorded', (t) => {
     const db = openSqlite(join(tempDir(t), 'p.db'), 'FULL')
-    t.after(() => db.close())
+    onCleanup(t, () => db.close())
     assert.deepEqual(migrateSqlite(db), SQLITE_MIGRATIONS.map(m => m.version))
     assert.deepEqual(migrateSqlite(db), [])
     const rows = db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: bigint }>

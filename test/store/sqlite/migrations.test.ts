@@ -4,11 +4,12 @@ import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import { migrateSqlite, SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migrations.js'
 import { tempDir } from '../../helpers/app.js'
+import { onCleanup } from '../../helpers/cleanup.js'
 
 describe('SQLite migrations', () => {
   it('upgrades a version-1 database to the latest (2: idempotency keys; 3: PostgreSQL only, empty here), keeping its pets, once', (t) => {
     const db = new Database(join(tempDir(t), 'p.db'))
-    t.after(() => db.close())
+    onCleanup(t, () => db.close())
     // A database as the first release left it: migration 1 only.
     db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)')
     db.exec(SQLITE_MIGRATIONS[0]!.sql)
