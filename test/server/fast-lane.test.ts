@@ -259,22 +259,81 @@ describe('the fast lane answers as Fastify would (compiled server, over HTTP)', 
 })
 
 /** The app with the lane and the app without it, in this process on the two databases, listening on loopback. */
-async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now: () => number): Promise<{ pair: Pair, metrics: [Metrics, Metrics] }> {
+async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now: () => number, env: Record<string, string> = {}, pressureSampleIntervalMs?: number): Promise<{ pair: Pair, metrics: [Metrics, Metrics], apps: [FastifyInstance, FastifyInstance] }> {
   const apps: FastifyInstance[] = []
   const metrics: Metrics[] = []
   for (const [db, fast] of [[s.db, 'on'], [s.copy, 'off']] as const) {
-    const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, FAST_READS: fast, GETPET_SUNSET_AT: '2030-01-01T00:00:00Z', EVENT_LOOP_MAX_DELAY_MS: '0' })
+    const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, FAST_READS: fast, GETPET_SUNSET_AT: '2030-01-01T00:00:00Z', EVENT_LOOP_MAX_DELAY_MS: '0', ...env })
     const store = await openStore(config)
+    onCleanup(t, () => store.close())
     const m = new Metrics(store)
-    const app = await buildApp({ config, store, now, metrics: m })
+    const app = await buildApp({ config, store, now, metrics: m, pressureSampleIntervalMs })
     onCleanup(t, () => app.close())
     await app.listen({ host: '127.0.0.1', port: 0 })
     apps.push(app)
     metrics.push(m)
   }
   const [lane, fastify] = apps.map(app => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`) as [string, string]
-  return { pair: { lane: { url: lane }, fastify: { url: fastify } } as unknown as Pair, metrics: metrics as [Metrics, Metrics] }
+  return { pair: { lane: { url: lane }, fastify: { url: fastify } } as unknown as Pair, metrics: metrics as [Metrics, Metrics], apps: apps as [FastifyInstance, FastifyInstance] }
 }
+
+describe('the fast lane while draining and while shedding load (in process, over HTTP)', () => {
+  it('steps aside while the app drains: a cached read is answered by Fastify, ending its connection, as without the lane', async (t) => {
+    const s = await seed(t)
+    const { pair, metrics, apps } = await inProcessPair(t, s, Date.now)
+    const auth = { authorization: `Bearer ${s.keys.main}` }
+    for (let i = 0; i < 3; i++) await same(pair, 'GET', '/v1/pets/5', auth)
+    await same(pair, 'GET', '/v1/pets?limit=5', auth)
+    await same(pair, 'GET', '/v1/pets?limit=5', auth)
+    const before = metrics[0].fastLane.n
+    assert.ok(before >= 2, 'the lane answered the cached reads before the drain')
+    for (const app of apps) void app.drain(60_000)
+    for (const path of ['/v1/pets/5', '/v1/pets?limit=5']) {
+      const answer = await same(pair, 'GET', path, auth)
+      assert.equal(answer.status, 200)
+      assert.equal(answer.headers.connection, 'close')
+    }
+    assert.equal((await same(pair, 'GET', '/readyz')).status, 503)
+    assert.equal(metrics[0].fastLane.n, before, 'the lane answered nothing while draining')
+  })
+
+  it('steps aside while shedding: a cached read gets the overload 503, counted, as without the lane', async (t) => {
+    const s = await seed(t)
+    const { pair, metrics, apps } = await inProcessPair(t, s, Date.now, { EVENT_LOOP_MAX_DELAY_MS: '100' }, 50)
+    const auth = { authorization: `Bearer ${s.keys.main}` }
+    // Both apps share this process's event loop: each state is waited for until both apps see it.
+    const until = async (overloaded: boolean): Promise<void> => {
+      for (let i = 0; i < 200 && !apps.every(app => app.overloaded() === overloaded); i++) await new Promise(resolve => setTimeout(resolve, 50))
+      assert.ok(apps.every(app => app.overloaded() === overloaded), `both apps ${overloaded ? '' : 'not '}overloaded`)
+    }
+    // Until the lane answers the cached read. Not compared: the first requests' own work (a store
+    // read, a first compile) can lag the loop past the bound between the two apps' answers.
+    for (let i = 0; i < 20 && metrics[0].fastLane.n === 0; i++) {
+      await until(false)
+      await call(pair.lane.url, 'GET', '/v1/pets/6', auth)
+    }
+    const before = metrics[0].fastLane.n
+    assert.ok(before >= 1, 'the lane answered the cached read before the lag')
+    const shed = async (m: Metrics) => Number(/^petstore_overload_rejections_total\S* (\d+)$/m.exec(await m.registry.metrics())?.[1] ?? 0)
+    const shedBefore = await Promise.all(metrics.map(shed))
+    // The wall clock stops for this process (the loop's delay is measured on another clock): the key
+    // stays trusted by the key cache (KEY_CACHE_TTL_MS is at most 1 s) and the cached read stays the
+    // lane's to answer, as in the first second of a real overload, so only the shedding can stop it.
+    const realNow = Date.now
+    const frozen = realNow()
+    Date.now = () => frozen
+    onCleanup(t, () => { Date.now = realNow })
+    // The loop lags 250 ms in every turn (well past the 100 ms bound) while the requests go.
+    const lag = setInterval(() => { const end = performance.now() + 250; while (performance.now() < end); }, 1)
+    onCleanup(t, () => clearInterval(lag))
+    await until(true)
+    for (let i = 0; i < 2; i++) assert.equal((await same(pair, 'GET', '/v1/pets/6', auth)).status, 503)
+    clearInterval(lag)
+    Date.now = realNow
+    assert.equal(metrics[0].fastLane.n, before, 'the lane answered nothing while shedding')
+    assert.deepEqual((await Promise.all(metrics.map(shed))).map((n, i) => n - shedBefore[i]!), [2, 2], 'both apps counted the two shed requests')
+  })
+})
 
 describe('the fast lane and the getPet sunset (in process, over HTTP)', () => {
   it('answers a cached getPet until the sunset, then leaves the 410 to Fastify, as without the lane', async (t) => {
