@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process'
 import { appendFileSync } from 'node:fs'
+import { after } from 'node:test'
 
 /**
  * Watches a process of ours (the server, the CLI) that a test started. Ending by a signal the test
@@ -22,11 +23,16 @@ export function watchExit (child: ChildProcess, what: string): void {
 }
 
 const live = new Set<ChildProcess>()
-process.once('exit', () => { for (const child of live) child.kill('SIGKILL') })
+const killLive = (): void => { for (const child of live) child.kill('SIGKILL') }
+// After every test of the file (node:test's root `after`: this module is loaded by the files that
+// start processes), and at exit at the latest.
+after(killLive)
+process.once('exit', killLive)
 
 /**
- * A process a test started that is still running when the test file's process exits (a cleanup that
- * never ran; the runner's --test-force-exit) is killed with it, not left holding a port and a store.
+ * A process a test started that is still running when the test file's tests have all ended (a
+ * cleanup that never ran, a test that timed out) is killed then, not left holding a port and a store
+ * and keeping the file's process, and the run, from ending.
  */
 export function killAtExit (child: ChildProcess): void {
   live.add(child)
