@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { applyMigrations, type Migration } from '../migrations.js'
+import { checkVersions, type Migration } from '../migrations.js'
 
 /**
  * Schema migrations for PostgreSQL, in order. Frozen once released: never edit one, add the next.
@@ -88,38 +88,38 @@ export const PG_MIGRATIONS: readonly Migration[] = [
 export const MIGRATION_LOCK_KEY = 7_365_020_100_000_001n
 
 /**
- * Applies the migrations not yet applied and returns their versions. Each migration runs in a
+ * Applies the migrations not yet applied (migrations.ts) and returns their versions. Each runs in a
  * transaction of its own that first takes a transaction-level advisory lock, then checks whether
  * the migration is already applied: nothing is held between transactions, so this is safe through
  * a transaction-mode pooler (where a session lock could be taken on one server connection and
  * never released), and a migrator that dies mid-way holds nothing.
  */
-export async function migratePostgres (client: pg.Client): Promise<number[]> {
-  return await applyMigrations(PG_MIGRATIONS, {
-    transaction: async (body: () => Promise<boolean>) => {
-      await client.query('BEGIN')
-      try {
-        // Waiting for another migrator's lock may take long: no statement timeout here.
-        await client.query('SET LOCAL statement_timeout = 0')
-        await client.query('SET LOCAL synchronous_commit = on')
-        await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])
-        await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-          version integer PRIMARY KEY,
-          name text NOT NULL,
-          applied_at timestamptz NOT NULL
-        )`)
-        const result = await body()
-        await client.query('COMMIT')
-        return result
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {})
-        throw err
+export async function migratePostgres (client: pg.Client, migrations: readonly Migration[] = PG_MIGRATIONS): Promise<number[]> {
+  checkVersions(migrations)
+  const applied: number[] = []
+  for (const m of migrations) {
+    await client.query('BEGIN')
+    try {
+      // Waiting for another migrator's lock may take long: no statement timeout here.
+      await client.query('SET LOCAL statement_timeout = 0')
+      await client.query('SET LOCAL synchronous_commit = on')
+      await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL
+      )`)
+      const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version])
+      if (done.rowCount === 0) {
+        await client.query(m.sql)
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name])
+        applied.push(m.version)
       }
-    },
-    isApplied: async (version) => (await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [version])).rowCount !== 0,
-    apply: async (m) => {
-      await client.query(m.sql)
-      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name])
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
     }
-  })
+  }
+  return applied
 }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { applyMigrations, type Migration } from '../migrations.js'
+import { checkVersions, type Migration } from '../migrations.js'
 
 /**
  * Schema migrations for SQLite, in order. Frozen once released: never edit one, add the next.
@@ -57,11 +57,12 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
 ]
 
 /**
- * Applies the migrations not yet applied; returns the versions it applied. Each runs in its own
- * IMMEDIATE transaction: the database's write lock is taken first, so processes starting at once
- * apply each exactly once.
+ * Applies the migrations not yet applied (migrations.ts); returns the versions it applied. Each runs
+ * in its own IMMEDIATE transaction: the database's write lock is taken first, so processes starting
+ * at once apply each exactly once.
  */
-export function migrateSqlite (db: Database.Database): number[] {
+export function migrateSqlite (db: Database.Database, migrations: readonly Migration[] = SQLITE_MIGRATIONS): number[] {
+  checkVersions(migrations)
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
@@ -69,12 +70,15 @@ export function migrateSqlite (db: Database.Database): number[] {
   )`)
   const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?')
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
-  return applyMigrations(SQLITE_MIGRATIONS, {
-    transaction: (body) => db.transaction(body).immediate(),
-    isApplied: (version) => isApplied.get(version) !== undefined,
-    apply: (m) => {
-      db.exec(m.sql)
-      record.run(m.version, m.name, new Date().toISOString())
-    }
+  const apply = db.transaction((m: Migration) => {
+    if (isApplied.get(m.version) !== undefined) return false
+    db.exec(m.sql)
+    record.run(m.version, m.name, new Date().toISOString())
+    return true
   })
+  const applied: number[] = []
+  for (const m of migrations) {
+    if (apply.immediate(m)) applied.push(m.version)
+  }
+  return applied
 }
