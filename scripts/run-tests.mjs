@@ -49,7 +49,11 @@ const COMPONENTS = {
   chromium: { present: () => onPath('chromium'), get: 'apt-get install chromium (Debian\'s; never `npx playwright install`)' },
   strace: { present: () => onPath('strace'), get: 'apt-get install strace' },
   script: { present: () => onPath('script'), get: 'apt-get install bsdutils (util-linux `script`: runs the CLI and server on a pseudo-terminal)' },
-  chattr: { present: () => onPath('chattr'), get: 'apt-get install e2fsprogs (`chattr +i`: files even root cannot write)' }
+  chattr: { present: () => onPath('chattr'), get: 'apt-get install e2fsprogs (`chattr +i`: files even root cannot write)' },
+  podman: { present: () => onPath('podman') && onPath('runc'), get: 'apt-get install podman runc uidmap slirp4netns golang-github-containernetworking-plugin-dnsname, and /etc/containers/containers.conf as .ci/run writes it (runc, cgroupfs)' },
+  debootstrap: { present: () => onPath('debootstrap'), get: 'apt-get install debootstrap (builds the stand-in of the official node base image)' },
+  'podman-compose': { present: () => onPath('podman-compose'), get: 'apt-get install podman-compose' },
+  'docker-compose': { present: () => onPath('docker-compose'), get: 'apt-get install docker-compose (`docker-compose config` checks the compose files; no engine needed)' }
 }
 
 function requirements (file) {

@@ -1,0 +1,98 @@
+/*
+ * The container tests' tools: podman as root (runc, cgroupfs: /etc/containers/containers.conf, which
+ * .ci/run writes), images built here because no image registry is reachable. The official base
+ * node:24-bookworm-slim and the images the compose files name by default are stand-ins built locally
+ * from Debian's packages and the npm registry's official Node (test/deploy/stand-ins/), tagged with
+ * the official names, so the Dockerfile and the compose files build and run unchanged
+ * (`--pull=never`). Builds run under a lock: two test files never build at once, and the second
+ * finds the first's image (the stand-ins by tag, the service image in podman's layer cache).
+ */
+import { execFile } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { ROOT } from './process.js'
+
+const exec = promisify(execFile)
+
+export const BASE_IMAGE = 'docker.io/library/node:24-bookworm-slim'
+/** The host's CA bundle: inside a build, the npm registry is reached through a TLS-inspecting proxy. */
+const CA = '/etc/ssl/certs/ca-certificates.crt'
+const STAND_INS = join(ROOT, 'test/deploy/stand-ins')
+const LOCK = '/tmp/petstore-container-build.lock'
+
+/** Runs a command; its stdout, or an error carrying its stderr. */
+export async function run (cmd: string, args: string[], opts: { cwd?: string, env?: NodeJS.ProcessEnv, timeoutMs?: number } = {}): Promise<string> {
+  try {
+    const { stdout } = await exec(cmd, args, { cwd: opts.cwd ?? ROOT, env: opts.env ?? process.env, maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 600_000 })
+    return stdout
+  } catch (err) {
+    const e = err as { stderr?: string, stdout?: string, message: string }
+    throw new Error(`${cmd} ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}${e.stdout ?? ''}`.slice(0, 8000))
+  }
+}
+
+export async function podman (...args: string[]): Promise<string> {
+  return await run('podman', args)
+}
+
+/** A container's output, stdout and stderr together. */
+export async function logs (name: string): Promise<string> {
+  const { stdout, stderr } = await exec('podman', ['logs', name], { maxBuffer: 64 * 1024 * 1024 })
+  return stdout + stderr
+}
+
+/** `podman build` of the project's Dockerfile, as the docs tell a team to run it. */
+export async function buildServiceImage (tag: string): Promise<void> {
+  await ensureBaseImage()
+  const secret = existsSync(CA) ? ['--secret', `id=ca,src=${CA}`] : []
+  await run('flock', [LOCK, 'podman', 'build', '--pull=never', ...secret, '--tag', tag, ROOT])
+}
+
+/** The stand-in for node:24-bookworm-slim (kept once built: debootstrap takes about a minute). */
+export async function ensureBaseImage (): Promise<void> {
+  const { petstore } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { petstore: { node: string } }
+  await run('flock', [LOCK, 'sh', join(STAND_INS, 'base.sh'), BASE_IMAGE, petstore.node])
+}
+
+/**
+ * One image FROM the stand-in base with Debian's PostgreSQL, PgBouncer, Redis and HAProxy, tagged
+ * with each name given (the compose files' defaults): its entrypoint does what the official images'
+ * do with the same commands and variables (test/deploy/stand-ins/services/).
+ */
+export async function ensureServiceStandIns (tags: string[]): Promise<void> {
+  await ensureBaseImage()
+  const missing = []
+  for (const tag of tags) if (!await exists(tag)) missing.push(tag)
+  if (missing.length === 0) return
+  const [first, ...rest] = missing
+  await run('flock', [LOCK, 'podman', 'build', '--pull=never', '--tag', first!, join(STAND_INS, 'services')])
+  for (const tag of rest) await podman('tag', first!, tag)
+}
+
+async function exists (image: string): Promise<boolean> {
+  try {
+    await podman('image', 'exists', image)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Polls url until it answers 200 (a container's published port), or throws after timeoutMs. */
+export async function waitFor200 (url: string, timeoutMs: number, describe: () => Promise<string>): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) })
+      await res.arrayBuffer()
+      if (res.status === 200) return
+      last = `status ${res.status}`
+    } catch (err) {
+      last = (err as Error).message
+    }
+    await new Promise(resolve => setTimeout(resolve, 250))
+  }
+  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms (last: ${last})\n${await describe().catch(e => String(e))}`)
+}
