@@ -10,12 +10,13 @@ const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 
 /**
  * Every setting, read once from the environment. Nothing else in the code reads process.env:
- * the frozen Config is passed down. The README's configuration table mirrors this schema.
+ * the frozen Config is passed down. docs/reference/configuration.md and .env.example are generated
+ * from this schema (npm run docs).
  */
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 in a container.' }),
-  DATABASE_URL: Type.String({ minLength: 1, default: DEFAULT_DATABASE_URL, description: 'sqlite:PATH (a relative PATH is relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL; see Running at scale). Unset: data/petstore.db in the project directory, wherever the command runs from.' }),
+  DATABASE_URL: Type.String({ minLength: 1, default: DEFAULT_DATABASE_URL, description: 'sqlite:PATH (a relative PATH is relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL: docs/how-to/postgresql.md). Unset: data/petstore.db in the project directory, wherever the command runs from.' }),
   // Plain enums (not unions of literals) so a bad value gets one message naming the variable.
   LOG_LEVEL: Type.Unsafe<string>({ type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level.' }),
   BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1048576, default: 16384, description: 'Largest accepted request body, in bytes; larger → 413.' }),

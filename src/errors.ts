@@ -1,7 +1,7 @@
 /**
  * The error catalogue. Every error the API answers is one of these codes, with `status` equal to the
  * HTTP status. Clients branch on `code`; `message` is for people and may change.
- * The README's error table is written from this list.
+ * docs/reference/errors.md is generated from this list (npm run docs).
  */
 export const ERROR_CODES = {
   bad_request: { status: 400, description: 'The request is not valid HTTP/1.1: a malformed request line, header or framing (answered before routing; the connection is closed).' },

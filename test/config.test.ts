@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { ConfigError, EnvSchema, loadConfig, PROJECT_ROOT } from '../src/config.js'
+import { ConfigError, loadConfig, PROJECT_ROOT } from '../src/config.js'
 import { onCleanup } from './helpers/cleanup.js'
 
 describe('loadConfig', () => {
@@ -120,16 +119,6 @@ describe('operations settings', () => {
           return true
         })
       })
-    }
-  })
-
-  it('documents every variable in .env.example and in the README configuration table', () => {
-    const example = readFileSync('.env.example', 'utf8')
-    const readme = readFileSync('README.md', 'utf8')
-    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5))
-    for (const name of Object.keys(EnvSchema.properties)) {
-      assert.match(example, new RegExp(`^#? ?${name}=`, 'm'), `${name} missing from .env.example`)
-      assert.match(table, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `${name} missing from the README configuration table`)
     }
   })
 })

@@ -95,6 +95,7 @@ describe('the petstore CLI (black box)', () => {
       const r = await runCli([...cmd, '--help'], env)
       assert.equal(r.code, 0, `${cmd.join(' ')}: ${r.stderr}`)
       assert.match(r.stdout, new RegExp(`^Usage: ${['petstore', ...cmd].join(' ')} `))
+      if (cmd[0] === 'serve') assert.match(r.stdout, /docs\/reference\/configuration\.md/, 'serve --help points to the settings')
     }
   })
 
@@ -106,7 +107,10 @@ describe('the petstore CLI (black box)', () => {
       [[], /Usage: petstore /],
       [['keys'], /Usage: petstore keys /],
       [['keys', 'create'], /required option '--name <name>' not specified[\s\S]*Usage: petstore keys create/],
-      [['migrate', '--bogus'], /unknown option '--bogus'/]
+      [['migrate', '--bogus'], /unknown option '--bogus'/],
+      // A mistyped option is named before the required one it stood for is missed.
+      [['keys', 'create', '--nmae', 'bob'], /^error: unknown option '--nmae'\n\(Did you mean --name\?\)[\s\S]*Usage: petstore keys create/],
+      [['keys', 'list', '--jsn'], /^error: unknown option '--jsn'\n\(Did you mean --json\?\)/]
     ]
     for (const [args, stderr] of cases) {
       const r = await runCli(args, env)

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
@@ -67,6 +68,16 @@ for (const store of STORES) {
 
       const again = await runCli(['backup', path], env)
       assert.deepEqual([again.code, again.stderr], [1, `petstore: ${path} already exists; a backup never overwrites a file\n`])
+    })
+
+    it('creates the folder of PATH when it does not exist yet', async (t) => {
+      const dir = tempDir(t)
+      const env = { DATABASE_URL: await testDatabaseUrl(t, store, dir) }
+      assert.equal((await runCli(['migrate'], env)).code, 0)
+      const path = join(dir, 'backups', 'first', 'petstore.backup')
+      const backup = await runCli(['backup', path], env)
+      assert.equal(backup.code, 0, backup.stderr)
+      assert.ok(existsSync(path), `${path} was written`)
     })
   })
 }

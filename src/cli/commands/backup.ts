@@ -1,5 +1,5 @@
-import { createReadStream, existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { createReadStream, existsSync, mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import type { Command } from 'commander'
 import { readLines } from '../../services/transfer/lines.js'
 import { AtomicFile } from '../../services/transfer/files.js'
@@ -24,7 +24,7 @@ export function registerBackupCommand (program: Command): void {
       'SQLite: a database file made with SQLite\'s online backup API and checked with integrity_check (restore: stop the servers, ' +
       'put it in place of the database file). PostgreSQL: an export file (as petstore export) from one snapshot, read back and ' +
       'checked (restore: petstore import PATH into an empty database; pg_dump remains the tool for whole-cluster backups). ' +
-      'Exit 0 only when the copy is complete and verified; it never overwrites PATH.')
+      'Exit 0 only when the copy is complete and verified; it never overwrites PATH, and creates its folder when missing.')
     .argument('<path>', 'where to write the backup (must not exist)')
     .option('--json', 'print a JSON summary on stdout')
     .action(async (path: string, opts: { json?: boolean }) => {
@@ -33,8 +33,10 @@ export function registerBackupCommand (program: Command): void {
       if (existsSync(dest)) throw new Error(`${dest} already exists; a backup never overwrites a file`)
       const config = loadCliConfig()
       const db = config.database
+      if (db.kind === 'sqlite' && db.path === ':memory:') throw new Error('DATABASE_URL is sqlite::memory:, which has nothing to back up')
+      // A backup folder that does not exist yet (backups/ on a first run) is made, as mkdir -p would.
+      mkdirSync(dirname(dest), { recursive: true })
       if (db.kind === 'sqlite') {
-        if (db.path === ':memory:') throw new Error('DATABASE_URL is sqlite::memory:, which has nothing to back up')
         const r = await backupSqlite(db.path, dest, terminalProgress('backup'))
         report(opts.json === true, { command: 'backup', source: 'sqlite', path: dest, format: 'sqlite', bytes: r.bytes, pages: r.pages, integrity: r.integrity, counts: { pets: r.pets, apiKeys: r.apiKeys }, seconds: secondsSince(started) },
           `backed up ${r.pets} pets and ${r.apiKeys} API keys to ${dest} (${r.bytes} bytes, integrity_check ok)`)

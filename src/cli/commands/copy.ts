@@ -31,7 +31,7 @@ export function registerCopyCommand (program: Command): void {
   program.command('copy')
     .description('Copy the whole DATABASE_URL store into another, empty store (e.g. SQLite into PostgreSQL) in one transaction, ' +
       'then verify: reads both stores again and compares the counts and a SHA-256 over every pet, printed side by side. ' +
-      'Exit 0 only when they match. Stop the servers writing to the source first (see README, Moving to PostgreSQL).')
+      'Exit 0 only when they match. Stop the servers writing to the source first (docs/how-to/postgresql.md).')
     .requiredOption('--to <url>', 'the target store: postgres://… or sqlite:PATH (migrated first; must hold no pets, API keys or Idempotency-Keys)')
     .option('--json', 'print the verification as JSON on stdout instead of a table')
     .action(async (opts: { to: string, json?: boolean }, cmd: Command) => {

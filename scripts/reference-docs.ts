@@ -1,0 +1,258 @@
+/*
+ * The generated reference pages, each written from its one source:
+ *   docs/reference/configuration.md and .env.example  ← the config schema (src/config.ts)
+ *   docs/reference/cli.md                             ← the commander program (src/cli/program.ts)
+ *   docs/reference/errors.md                          ← the error catalogue (src/errors.ts)
+ *   docs/reference/metrics.md                         ← the metrics registry (src/plugins/metrics.ts)
+ *   docs/reference/http-api.md                        ← the OpenAPI document (openapi/openapi.json)
+ * `npm run docs` writes them; `npm run docs:check` and test/docs/reference.test.ts fail on drift.
+ */
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import type { Argument, Command, Option } from 'commander'
+import { buildProgram } from '../src/cli/program.js'
+import { EXIT_MEANINGS } from '../src/cli/exit.js'
+import { EnvSchema } from '../src/config.js'
+import { ERROR_CODES } from '../src/errors.js'
+import { Metrics } from '../src/plugins/metrics.js'
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+const GENERATED = (source: string, command = 'npm run docs'): string =>
+  `<!-- Generated from ${source} by \`${command}\`; edit the source, not this file. -->\n`
+
+/** A Markdown table cell: pipes escaped, line breaks folded. */
+const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ')
+
+function table (head: string[], rows: string[][]): string {
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map(r => `| ${r.map(cell).join(' | ')} |`)].join('\n')
+}
+
+// --- configuration -------------------------------------------------------------------------------
+
+interface EnvProperty { type?: string, default?: unknown, description?: string, enum?: string[], minimum?: number, maximum?: number, minLength?: number, pattern?: string }
+
+const envProperties = (): Array<[string, EnvProperty]> => Object.entries(EnvSchema.properties as Record<string, EnvProperty>)
+
+function allowed (p: EnvProperty): string {
+  if (p.enum !== undefined) return p.enum.map(v => `\`${v}\``).join(', ')
+  if (p.type === 'integer') {
+    if (p.minimum !== undefined && p.maximum !== undefined) return `integer ${p.minimum}–${p.maximum}`
+    if (p.minimum !== undefined) return `integer ≥ ${p.minimum}`
+    return 'integer'
+  }
+  if (p.pattern !== undefined) return `\`${p.pattern}\``
+  return p.minLength !== undefined && p.minLength > 0 ? 'non-empty text' : 'text'
+}
+
+const defaultOf = (p: EnvProperty): string => p.default === undefined ? 'unset' : p.default === '' ? 'empty' : `\`${String(p.default)}\``
+
+function configurationReference (): string {
+  return `${GENERATED('the config schema in src/config.ts')}
+# Configuration
+
+The service and the \`petstore\` command read their settings from environment variables only, once
+at start, and refuse to start on a bad value, naming the variable (exit 1). Nothing else reads the
+environment. No \`.env\` file is loaded: export the variables, give them to your process manager, or
+copy [\`.env.example\`](../../.env.example) (every variable, commented out at its default) and load it
+with \`set -a; . ./.env; set +a\`.
+
+${table(['Variable', 'Default', 'Allowed', 'Meaning'], envProperties().map(([name, p]) => [`\`${name}\``, defaultOf(p), allowed(p), p.description ?? '']))}
+`
+}
+
+/** Wraps a comment to lines of at most `width` characters, each starting with `# `. */
+function commentLines (text: string, width = 100): string[] {
+  const lines: string[] = []
+  let line = '#'
+  for (const word of text.split(/\s+/)) {
+    if (line.length + 1 + word.length > width && line !== '#') {
+      lines.push(line)
+      line = '#'
+    }
+    line += ` ${word}`
+  }
+  lines.push(line)
+  return lines
+}
+
+function envExample (): string {
+  const out = [
+    '# Generated from the config schema in src/config.ts by `npm run docs`; edit the source, not this file.',
+    '# Every setting of the Petstore service, commented out at its default: copy this file to .env, uncomment',
+    '# what you change, and load it with `set -a; . ./.env; set +a` (the service reads the environment only).',
+    '# docs/reference/configuration.md has the same list as a table.'
+  ]
+  for (const [name, p] of envProperties()) {
+    out.push('', ...commentLines(`${p.description ?? ''} Allowed: ${allowed(p).replace(/`/g, '')}.`), `# ${name}=${p.default === undefined ? '' : String(p.default)}`)
+  }
+  return `${out.join('\n')}\n`
+}
+
+// --- CLI -----------------------------------------------------------------------------------------
+
+function commandPath (cmd: Command): string {
+  const names: string[] = []
+  for (let c: Command | null = cmd; c !== null; c = c.parent) names.unshift(c.name())
+  return names.join(' ')
+}
+
+const argumentLabel = (a: Argument): string => `${a.required ? '<' : '['}${a.name()}${a.variadic ? '...' : ''}${a.required ? '>' : ']'}`
+
+function commandSection (cmd: Command): string {
+  const visibleOptions = cmd.options.filter((o: Option) => !o.hidden)
+  const parts = [`## \`${commandPath(cmd)}\``, '', cmd.description(), '', '```text', `${commandPath(cmd)} ${cmd.usage()}`, '```']
+  if (cmd.registeredArguments.length > 0) {
+    parts.push('', table(['Argument', 'Meaning'], cmd.registeredArguments.map(a => [`\`${argumentLabel(a)}\``, a.description])))
+  }
+  if (visibleOptions.length > 0) {
+    parts.push('', table(['Option', 'Meaning'], visibleOptions.map(o => [`\`${o.flags}\``, `${o.description}${o.defaultValue === undefined ? '' : ` (default: ${String(o.defaultValue)})`}`])))
+  }
+  return parts.join('\n')
+}
+
+function cliReference (): string {
+  const program = buildProgram()
+  const sections: string[] = []
+  const walk = (cmd: Command): void => {
+    for (const sub of cmd.commands) {
+      if (sub.commands.length === 0) sections.push(commandSection(sub))
+      else walk(sub)
+    }
+  }
+  walk(program)
+  return `${GENERATED('the commander program in src/cli/program.ts')}
+# The \`petstore\` command
+
+${program.description()}
+
+Run it as \`npx petstore …\` from the project folder (npx finds the command in node_modules/.bin there), or as \`node dist/cli/index.js …\` from anywhere. Results go to stdout,
+everything else to stderr; \`petstore COMMAND --help\` prints what follows for one command.
+
+${table(['Exit code', 'Meaning'], Object.entries(EXIT_MEANINGS).map(([code, meaning]) => [code, meaning]))}
+
+A mistyped option is named, with the nearest known one (\`error: unknown option '--nmae'\`,
+\`(Did you mean --name?)\`), and exits 2 before anything is tried.
+
+${sections.join('\n\n')}
+`
+}
+
+// --- errors --------------------------------------------------------------------------------------
+
+function errorsReference (): string {
+  return `${GENERATED('the error catalogue in src/errors.ts')}
+# Errors
+
+Every error the API answers is a JSON \`Error\` object with the HTTP status repeated in the body:
+
+\`\`\`json
+{ "code": "validation_failed", "message": "body must have required property 'name'", "status": 400 }
+\`\`\`
+
+Branch on \`code\`; \`message\` is for people and may change. The codes are stable:
+
+${table(['Code', 'Status', 'When'], Object.entries(ERROR_CODES).map(([code, e]) => [`\`${code}\``, String(e.status), e.description]))}
+
+Which operation answers which code: [the HTTP API reference](http-api.md).
+`
+}
+
+// --- metrics -------------------------------------------------------------------------------------
+
+interface RegistryMetric { name: string, help: string, labelNames?: readonly string[], get: () => Promise<{ type: string }> }
+
+async function metricsOf (postgres: boolean): Promise<Map<string, { type: string, help: string, labels: readonly string[] }>> {
+  const store = postgres ? { poolStats: () => ({ total: 0, idle: 0, waiting: 0 }), namedStatements: () => true } : {}
+  const registry = new Metrics(store).registry
+  const out = new Map<string, { type: string, help: string, labels: readonly string[] }>()
+  for (const m of registry.getMetricsAsArray() as unknown as RegistryMetric[]) {
+    out.set(m.name, { type: (await m.get()).type, help: m.help, labels: m.labelNames ?? [] })
+  }
+  return out
+}
+
+async function metricsReference (): Promise<string> {
+  const common = await metricsOf(false)
+  const all = await metricsOf(true)
+  const rows = [...all].map(([name, m]) => [
+    `\`${name}\``, m.type, m.labels.map(l => `\`${l}\``).join(', '), `${common.has(name) ? '' : 'PostgreSQL only. '}${m.help}`
+  ])
+  return `${GENERATED('the metrics registry in src/plugins/metrics.ts')}
+# Metrics
+
+With \`METRICS_PORT\` set (e.g. \`9464\`), each instance serves Prometheus metrics at
+\`GET /metrics\` on a listener of its own (\`METRICS_HOST\`, loopback by default), never on the API
+port. Besides these, the listener exports prom-client's default process metrics (CPU, memory, event
+loop lag, garbage collection), each prefixed \`petstore_\`.
+
+${table(['Metric', 'Type', 'Labels', 'Meaning'], rows)}
+`
+}
+
+// --- HTTP API ------------------------------------------------------------------------------------
+
+interface OpenApiResponse { description?: string, $ref?: string }
+interface OpenApiOperation { operationId?: string, summary?: string, deprecated?: boolean, responses?: Record<string, OpenApiResponse>, servers?: unknown[] }
+interface OpenApiDocument { paths: Record<string, Record<string, OpenApiOperation>>, components?: { responses?: Record<string, OpenApiResponse> }, 'x-unrouted-requests'?: { description?: string, responses?: Record<string, OpenApiResponse> } }
+
+const firstSentence = (text: string): string => (text.split('\n')[0] ?? '').replace(/;? ?`code` is( one of)?:?$/, '').replace(/\.$/, '')
+
+function httpApiReference (): string {
+  const document = JSON.parse(readFileSync(`${ROOT}openapi/openapi.json`, 'utf8')) as OpenApiDocument
+  const codes = Object.keys(ERROR_CODES)
+  const resolve = (r: OpenApiResponse): OpenApiResponse => r.$ref === undefined ? r : document.components?.responses?.[r.$ref.split('/').pop()!] ?? r
+  const statusTable = (responses: Record<string, OpenApiResponse>): string => table(['Status', 'Meaning', 'Error codes'], Object.entries(responses).map(([status, r]) => {
+    const description = resolve(r).description ?? ''
+    return [status, firstSentence(description), codes.filter(c => description.includes(`\`${c}\``)).map(c => `\`${c}\``).join(', ')]
+  }))
+  const sections: string[] = []
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (op.responses === undefined) continue
+      const url = op.servers === undefined ? `/v1${path}` : path
+      sections.push([
+        `## \`${method.toUpperCase()} ${url}\` — ${op.operationId ?? ''}${op.deprecated === true ? ' (deprecated)' : ''}`,
+        '', `${op.summary ?? ''}.`, '', statusTable(op.responses)
+      ].join('\n'))
+    }
+  }
+  const unrouted = document['x-unrouted-requests']
+  if (unrouted?.responses !== undefined) {
+    sections.push(['## Any other request', '', unrouted.description ?? '', '', statusTable(unrouted.responses)].join('\n'))
+  }
+  return `${GENERATED('openapi/openapi.json (itself generated from the routes)')}
+# HTTP API
+
+Every operation, the statuses it can answer and, for errors, the \`code\` values each status can carry.
+The OpenAPI document is the full contract (schemas, headers, examples): \`GET /openapi.json\` on a
+running server, [openapi/openapi.json](../../openapi/openapi.json) in the repository, and the
+\`/docs\` page. Operations under \`/v1\` need \`Authorization: Bearer <API_KEY>\`; the health checks do
+not. The codes are explained in [errors.md](errors.md).
+
+${sections.join('\n\n')}
+`
+}
+
+/** Every generated file, by path relative to the project folder. */
+export async function renderReferences (): Promise<Record<string, string>> {
+  return {
+    'docs/reference/configuration.md': configurationReference(),
+    '.env.example': envExample(),
+    'docs/reference/cli.md': cliReference(),
+    'docs/reference/errors.md': errorsReference(),
+    'docs/reference/metrics.md': await metricsReference(),
+    'docs/reference/http-api.md': httpApiReference()
+  }
+}
+
+/** The paths whose committed text differs from `files` (or that are missing). */
+export function staleReferences (files: Record<string, string>): string[] {
+  return Object.entries(files).filter(([path, text]) => {
+    try {
+      return readFileSync(`${ROOT}${path}`, 'utf8') !== text
+    } catch {
+      return true
+    }
+  }).map(([path]) => path)
+}

@@ -1,0 +1,54 @@
+import { readFileSync } from 'node:fs'
+import { Command } from 'commander'
+import { registerBackupCommand } from './commands/backup.js'
+import { registerCopyCommand } from './commands/copy.js'
+import { registerExportCommand } from './commands/export.js'
+import { registerImportCommand } from './commands/import.js'
+import { registerKeysCommands } from './commands/keys.js'
+import { registerMigrateCommand } from './commands/migrate.js'
+import { registerServeCommand } from './commands/serve.js'
+
+// package.json sits two levels up from both src/cli/ and dist/cli/.
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+
+/**
+ * A commander Command that names a mistyped option before anything else. Commander checks required
+ * options before unknown ones, so `keys create --nmae bob` would answer "required option '--name'
+ * not specified"; here an unknown option of a command without subcommands is reported first, by
+ * commander itself ("unknown option '--nmae'", with its "Did you mean --name?").
+ */
+class PetstoreCommand extends Command {
+  override createCommand (name?: string): PetstoreCommand {
+    return new PetstoreCommand(name)
+  }
+
+  override parseOptions (args: string[]): { operands: string[], unknown: string[] } {
+    const parsed = super.parseOptions(args)
+    const flag = parsed.unknown.find(arg => arg.startsWith('-'))
+    // -h/--help (commander's default help flags) still reach commander, which prints the help.
+    const helpAsked = parsed.unknown.some(arg => arg === '-h' || arg === '--help')
+    if (flag !== undefined && !helpAsked && this.commands.length === 0) {
+      // unknownOption: commander's own report (message, suggestion, usage, exit override).
+      (this as unknown as { unknownOption: (flag: string) => never }).unknownOption(flag)
+    }
+    return parsed
+  }
+}
+
+/** The `petstore` program: every command registered, nothing parsed (docs/reference/cli.md is written from it). */
+export function buildProgram (): Command {
+  const program = new PetstoreCommand('petstore')
+    .description('Petstore v1 service and its administration. Every command honours DATABASE_URL and says on stderr which store it uses.')
+    .version(version, '-V, --version', 'print the version')
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
+    .showHelpAfterError()
+    .exitOverride()
+  registerServeCommand(program)
+  registerMigrateCommand(program)
+  registerKeysCommands(program)
+  registerBackupCommand(program)
+  registerExportCommand(program)
+  registerImportCommand(program)
+  registerCopyCommand(program)
+  return program
+}
