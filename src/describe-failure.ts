@@ -5,8 +5,9 @@ import { postgresTarget } from './store/location.js'
 /*
  * Start-up (and CLI) failures as one line for people: the cause, and the setting to look at. The
  * drivers' own errors are precise but come with stacks and internals (23 lines for PostgreSQL being
- * down); this reads their codes instead. Never a password: the PostgreSQL target is rebuilt from the
- * URL without it, and the URL's password is masked in anything quoted.
+ * down); this reads their codes instead. Never a password: the PostgreSQL target is taken from the URL
+ * by parts, the password left out (store/location.ts), and the URL itself never enters a message.
+ * The drivers' texts quoted say nothing of the password (pg and its errors are never given it as text).
  */
 
 /** An error whose message is already one line for people, naming the setting to look at. */
@@ -30,15 +31,16 @@ function chain (err: unknown): ErrorLike[] {
   return out
 }
 
-const SOCKET_WORDS: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  ETIMEDOUT: 'connection timed out',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-  ENOTFOUND: 'host name not found',
-  EAI_AGAIN: 'host name lookup failed'
-}
+/** A Map: looked up by a code an error carries, which must never reach Object.prototype. */
+const SOCKET_WORDS: ReadonlyMap<string, string> = new Map([
+  ['ECONNREFUSED', 'connection refused'],
+  ['ECONNRESET', 'connection reset'],
+  ['ETIMEDOUT', 'connection timed out'],
+  ['EHOSTUNREACH', 'host unreachable'],
+  ['ENETUNREACH', 'network unreachable'],
+  ['ENOTFOUND', 'host name not found'],
+  ['EAI_AGAIN', 'host name lookup failed']
+])
 const PERMISSION = new Set(['EACCES', 'EPERM', 'EROFS'])
 const SQLSTATE = /^[0-9A-Z]{5}$/
 
@@ -62,10 +64,10 @@ function postgres (errors: ErrorLike[], url: string): string | undefined {
     if (code.startsWith('53')) return `PostgreSQL at ${where} cannot take a connection: ${said}; check its max_connections, or lower PG_POOL_MAX`
     return `PostgreSQL at ${where} refused: ${said}; check DATABASE_URL and the server`
   }
-  const socket = errors.find(e => typeof e.code === 'string' && e.code in SOCKET_WORDS)
+  const socket = errors.find(e => typeof e.code === 'string' && SOCKET_WORDS.has(e.code))
   if (socket !== undefined) {
     const code = socket.code as string
-    return `cannot reach PostgreSQL at ${where} (${code}: ${SOCKET_WORDS[code]}); check that PostgreSQL is running there and the host and port in DATABASE_URL`
+    return `cannot reach PostgreSQL at ${where} (${code}: ${SOCKET_WORDS.get(code)!}); check that PostgreSQL is running there and the host and port in DATABASE_URL`
   }
   if (errors.some(e => /timeout|timed out/i.test(e.message))) {
     return `cannot reach PostgreSQL at ${where} (no answer within PG_CONNECT_TIMEOUT_MS); check that PostgreSQL is running there and the host and port in DATABASE_URL`
@@ -113,11 +115,5 @@ export function describeFailure (err: unknown, config?: Pick<Config, 'database'>
   if (config !== undefined) {
     line = config.database.kind === 'postgres' ? postgres(errors, config.database.url) : sqlite(errors, config.database.path)
   }
-  line ??= errors.map(e => oneLine(e.message)).filter((m, i, all) => m !== '' && all.indexOf(m) === i).join(': ')
-  return config?.database.kind === 'postgres' ? maskPassword(line, config.database.url) : line
-}
-
-function maskPassword (line: string, url: string): string {
-  const password = decodeURIComponent(new URL(url).password)
-  return password === '' ? line : line.split(password).join('***')
+  return line ?? errors.map(e => oneLine(e.message)).filter((m, i, all) => m !== '' && all.indexOf(m) === i).join(': ')
 }

@@ -38,8 +38,11 @@ function contentCodings (request: FastifyRequest): string[] {
  *   Node would send it on arrival, before authentication and before the size was checked.
  */
 async function beforeBody (app: FastifyInstance): Promise<void> {
+  // Node emits checkContinue for any Expect that mentions 100-continue (`100-continue, foo` too);
+  // only the expectation 100-continue alone is met.
   const checkContinue = (req: IncomingMessage, res: ServerResponse): void => {
-    awaitingContinue.add(req)
+    if (req.headers.expect?.trim().toLowerCase() === '100-continue') awaitingContinue.add(req)
+    else unmetExpectation.add(req)
     app.server.emit('request', req, res)
   }
   const checkExpectation = (req: IncomingMessage, res: ServerResponse): void => {

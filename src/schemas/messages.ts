@@ -5,18 +5,21 @@ import { INT64_MAX, INT64_MIN } from './int64.js'
 /** The request parts Fastify validates, by the name it gives them. */
 export type RequestPart = 'body' | 'querystring' | 'params' | 'headers'
 
-/** Words for rules a schema keyword cannot say by itself. */
+/**
+ * Words for rules a schema keyword cannot say by itself. Maps, not plain objects: they are looked up
+ * by names the client chose (a body field called `toString` must find nothing, not Object.prototype's).
+ */
 export interface RulePhrases {
   /** By pattern (of `pattern`, or of `not: {pattern}`): what a value breaking it must be, e.g. "must not be blank". */
-  patterns: Record<string, string>
+  patterns: ReadonlyMap<string, string>
   /** By body field that is refused although the resource has it (a client-sent `id`): why. */
-  assignedFields: Record<string, string>
+  assignedFields: ReadonlyMap<string, string>
 }
 
 type Json = Record<string, any>
 
 const SUBJECT: Record<RequestPart, string> = { body: 'body field', querystring: 'query parameter', params: 'path parameter', headers: 'header' }
-const ARTICLE: Record<string, string> = { string: 'a string', object: 'an object', array: 'an array', boolean: 'a boolean', number: 'a number', integer: 'an integer', null: 'null' }
+const ARTICLE = new Map([['string', 'a string'], ['object', 'an object'], ['array', 'an array'], ['boolean', 'a boolean'], ['number', 'a number'], ['integer', 'an integer'], ['null', 'null']])
 
 /** "idempotency-key" → "Idempotency-Key": the usual spelling (Fastify matches header names lower-cased). */
 const headerCase = (name: string): string => name.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase())
@@ -28,15 +31,15 @@ function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
   if (s.type === 'integer') return `must be an integer from ${String(s.minimum)} to ${String(s.maximum)}`
   switch (e.keyword) {
     case 'type':
-      return `must be ${ARTICLE[String(s.type)] ?? String(s.type)}`
+      return `must be ${ARTICLE.get(String(s.type)) ?? String(s.type)}`
     case 'minLength':
     case 'maxLength':
       if (s.maxLength !== undefined) return `must be ${String(s.minLength ?? 0)} to ${String(s.maxLength)} characters long`
       return s.minLength === 1 ? 'must not be empty' : `must be at least ${String(s.minLength)} characters long`
     case 'pattern':
-      return phrases.patterns[s.pattern] ?? `must match the pattern ${String(s.pattern)}`
+      return phrases.patterns.get(String(s.pattern)) ?? `must match the pattern ${String(s.pattern)}`
     case 'not':
-      return phrases.patterns[s.not?.pattern] ?? `must not match ${JSON.stringify(s.not)}`
+      return phrases.patterns.get(String(s.not?.pattern)) ?? `must not match ${JSON.stringify(s.not)}`
   }
   return e.message ?? 'is not valid'
 }
@@ -48,23 +51,24 @@ function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
 export function requestError (e: ErrorObject, part: RequestPart, phrases: RulePhrases): ApiError {
   const code = part === 'body' ? 'validation_failed' : 'invalid_parameter'
   const s = (e.parentSchema ?? {}) as Json
+  // The field the error is about; undefined for the part as a whole. A name can be empty (`?=`).
   const field = e.keyword === 'required'
     ? String(e.params.missingProperty)
     : e.keyword === 'additionalProperties'
       ? String(e.params.additionalProperty)
-      : e.instancePath.split('/').slice(1).map(p => p.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
-  if (field === '') {
+      : e.instancePath === '' ? undefined : e.instancePath.split('/').slice(1).map(p => p.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
+  if (field === undefined) {
     const required: string[] = s.required ?? []
     return new ApiError(code, part === 'body'
       ? `request body must be a JSON object with ${required.join(' and ')}`
       : `${SUBJECT[part]}s must be an object`)
   }
-  const subject = `${SUBJECT[part]} '${part === 'headers' ? headerCase(field) : field}'`
+  const subject = field === '' ? `${SUBJECT[part]} with an empty name` : `${SUBJECT[part]} '${part === 'headers' ? headerCase(field) : field}'`
   if (e.keyword === 'required') return new ApiError(code, `${subject} is required`)
   if (e.keyword === 'additionalProperties') {
     const known = Object.keys(s.properties ?? {}).join(', ')
     if (part !== 'body') return new ApiError(code, `${subject} is not supported; supported parameters are ${known}`)
-    return new ApiError(code, `${subject} ${phrases.assignedFields[field] ?? `is not allowed; allowed fields are ${known}`}`)
+    return new ApiError(code, `${subject} ${phrases.assignedFields.get(field) ?? `is not allowed; allowed fields are ${known}`}`)
   }
   // Query and header values are strings; an array means the parameter came more than once.
   if (part !== 'body' && Array.isArray(e.data)) return new ApiError(code, `${subject} must be given at most once`)

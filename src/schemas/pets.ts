@@ -28,14 +28,14 @@ export const LONE_SURROGATE = '[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD8
 export const IDEMPOTENCY_KEY = '^(?:[\\x21\\x23-\\x7E]{1,255}|"[\\x21\\x23-\\x7E]{1,255}")$'
 
 /** What each pattern above means, in the words of an error message (see schemas/messages.ts). */
-export const PATTERN_RULES: Record<string, string> = {
-  [NOT_BLANK]: 'must not be blank',
-  [LONE_SURROGATE]: 'must be well-formed Unicode (no lone surrogate escapes)',
-  [IDEMPOTENCY_KEY]: 'must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)'
-}
+export const PATTERN_RULES: ReadonlyMap<string, string> = new Map([
+  [NOT_BLANK, 'must not be blank'],
+  [LONE_SURROGATE, 'must be well-formed Unicode (no lone surrogate escapes)'],
+  [IDEMPOTENCY_KEY, 'must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)']
+])
 
 /** Body fields that belong to the resource but are not the client's to send, and why. */
-export const SERVICE_ASSIGNED_FIELDS: Record<string, string> = { id: 'is assigned by the service and must not be sent' }
+export const SERVICE_ASSIGNED_FIELDS: ReadonlyMap<string, string> = new Map([['id', 'is assigned by the service and must not be sent']])
 
 export const PetStatusSchema = Type.Unsafe<PetStatus>({
   type: 'string',

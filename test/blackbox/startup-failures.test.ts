@@ -83,6 +83,21 @@ describe('start-up failures: one line with the cause and the setting, exit 1 (bl
     assert.equal(r.stderr.includes('s3cr3t'), false)
   })
 
+  it('any password, even one that is a word of the line, leaves the line word for word (server and CLI)', async () => {
+    const port = await freePort()
+    // The password is left out of the URL before anything is said, never cut out of what was said:
+    // a password that is a letter, a word of the message or the database's own name changes nothing.
+    for (const password of ['e', 'p', 'petstore', 'refused', '%25']) {
+      const url = `postgres://petstore:${password}@127.0.0.1:${port}/petstore`
+      const expected = `PostgreSQL at 127.0.0.1:${port} (database "petstore", user "petstore"): connection refused (ECONNREFUSED); check the host and port in DATABASE_URL, and that PostgreSQL (or the pooler) is running there`
+      const served = await runServerToExit({ DATABASE_URL: url, PORT: '0' })
+      assert.equal(assertOneLine(served, /./), `petstore: cannot start: ${expected}\n`, `password ${password}`)
+      const migrated = await runCli(['migrate'], { DATABASE_URL: url })
+      assert.equal(migrated.code, 1)
+      assert.equal(migrated.stderr.includes(expected), true, `password ${password}: ${migrated.stderr}`)
+    }
+  })
+
   it('a data directory it may not write: names the path and DATABASE_URL', async (t) => {
     const dir = unwritableDir(t)
     const code = isRoot ? 'EPERM' : 'EACCES'

@@ -44,4 +44,21 @@ describe('Expect', () => {
     const { responses } = await rawExchange(ta.port, 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n', { count: 1 })
     assert.equal(responses[0]!.status, 401)
   })
+
+  it('100-continue together with another expectation → 417 at once, no 100 Continue, nothing stored', async (t) => {
+    const ta = await listeningApp(t)
+    const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
+    for (const expect of ['100-continue, foo', 'foo, 100-continue', '100-continue;x=1', '100-continue 100-continue']) {
+      const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${ta.auth.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: ${expect}\r\n\r\n`
+      const { responses } = await rawExchange(ta.port, [head, body], { count: 1, gapMs: 100 })
+      assert.deepEqual(responses.map(r => r.status), [417], `${expect}: ${responses.map(r => r.raw).join('')}`)
+      assert.equal(JSON.parse(responses[0]!.body).code, 'expectation_failed')
+    }
+    // Its own case and white space around it are still 100-continue.
+    const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${ta.auth.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect:  100-Continue \r\n\r\n`
+    const { responses } = await rawExchange(ta.port, [head, body], { count: 1, gapMs: 300 })
+    assert.deepEqual(responses.map(r => r.status), [100, 201])
+    const list = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
+    assert.equal(list.json().length, 1, 'only the plain 100-continue create was stored')
+  })
 })

@@ -1,35 +1,22 @@
 import { StoreUnavailableError } from '../../errors.js'
+import { postgresTarget } from '../location.js'
 
 /**
  * Why the PostgreSQL store could not open (or migrate), in one line an operator can act on: where
- * (host and port, database, user; never the password), the server's (or pooler's) SQLSTATE and
- * text or the socket error, and the setting to look at. The CLI and the server print the message
- * as it is; the original error stays the `cause`.
+ * (host and port, database, user; never the password: the URL is read by its parts, the password
+ * left out, and never enters the message), the server's (or pooler's) SQLSTATE and text or the
+ * socket error, and the setting to look at. The CLI and the server print the message as it is; the
+ * original error stays the `cause`.
  */
 export function startFailure (err: unknown, url: string, connectTimeoutMs: number): StoreUnavailableError {
-  const where = describeTarget(url)
   const { cause, check } = explain(err, connectTimeoutMs)
-  let message = `PostgreSQL at ${where}: ${cause}; check ${check}`
-  const password = passwordOf(url)
-  if (password !== '' && message.includes(password)) message = message.replaceAll(password, '***')
-  return new StoreUnavailableError(message, { cause: err })
-}
-
-function passwordOf (url: string): string {
-  try {
-    return decodeURIComponent(new URL(url).password)
-  } catch {
-    return ''
-  }
+  return new StoreUnavailableError(`PostgreSQL at ${describeTarget(url)}: ${cause}; check ${check}`, { cause: err })
 }
 
 function describeTarget (url: string): string {
   try {
-    const u = new URL(url)
-    const db = decodeURIComponent(u.pathname.replace(/^\//, ''))
-    const user = decodeURIComponent(u.username)
-    return `${u.hostname}:${u.port === '' ? '5432' : u.port}` +
-      (db !== '' ? ` (database "${db}"${user !== '' ? `, user "${user}"` : ''})` : user !== '' ? ` (user "${user}")` : '')
+    const t = postgresTarget(url)
+    return `${t.host}:${t.port} (database "${t.database}"${t.user === undefined ? '' : `, user "${t.user}"`})`
   } catch {
     return 'DATABASE_URL'
   }
@@ -47,16 +34,16 @@ interface PgLikeError { code?: unknown, severity?: unknown, message?: unknown }
 
 const SQLSTATE = /^[0-9A-Z]{5}$/
 
-/** The setting to look at, by SQLSTATE (exact code first, then its class). */
-const BY_CODE: Record<string, string> = {
-  '28P01': 'the user and password in DATABASE_URL (and the server\'s, or the pooler\'s auth_file, entry for that user)',
-  28000: 'the user in DATABASE_URL and the server\'s pg_hba.conf (or the pooler\'s auth settings) for this client address',
-  '3D000': 'the database name in DATABASE_URL (create it, or point the pooler\'s [databases] entry at it)',
-  53300: 'max_connections on the server (or max_client_conn and default_pool_size on the pooler) against PG_POOL_MAX × instances',
-  '57P03': 'that the server has finished starting (or is not shutting down), then start again',
-  42501: 'the privileges of the user in DATABASE_URL: migrations need CREATE on the database (or run `petstore migrate` as its owner)',
-  '0A000': 'the server version and the pooler\'s pool_mode'
-}
+/** The setting to look at, by SQLSTATE (exact code first, then its class). Maps: looked up by codes an error carries. */
+const BY_CODE: ReadonlyMap<string, string> = new Map([
+  ['28P01', 'the user and password in DATABASE_URL (and the server\'s, or the pooler\'s auth_file, entry for that user)'],
+  ['28000', 'the user in DATABASE_URL and the server\'s pg_hba.conf (or the pooler\'s auth settings) for this client address'],
+  ['3D000', 'the database name in DATABASE_URL (create it, or point the pooler\'s [databases] entry at it)'],
+  ['53300', 'max_connections on the server (or max_client_conn and default_pool_size on the pooler) against PG_POOL_MAX × instances'],
+  ['57P03', 'that the server has finished starting (or is not shutting down), then start again'],
+  ['42501', 'the privileges of the user in DATABASE_URL: migrations need CREATE on the database (or run `petstore migrate` as its owner)'],
+  ['0A000', 'the server version and the pooler\'s pool_mode']
+])
 /*
  * PgBouncer answers most of its own refusals with 08P01 (protocol violation) and a text: the text
  * tells them apart.
@@ -69,14 +56,14 @@ const BY_POOLER_TEXT: Array<[RegExp, string]> = [
   [/cannot connect to server|server login/i, 'the PostgreSQL server behind the pooler (running? the host and port of the pooler\'s [databases] entry)']
 ]
 
-const BY_CLASS: Record<string, string> = {
-  '08': 'the host and port in DATABASE_URL, and the server\'s (or the pooler\'s) log',
-  53: 'the server\'s resources (disk, memory, max_connections)',
-  57: 'the server\'s state (its log)',
-  58: 'the server\'s log (an I/O or system error)'
-}
+const BY_CLASS: ReadonlyMap<string, string> = new Map([
+  ['08', 'the host and port in DATABASE_URL, and the server\'s (or the pooler\'s) log'],
+  ['53', 'the server\'s resources (disk, memory, max_connections)'],
+  ['57', 'the server\'s state (its log)'],
+  ['58', 'the server\'s log (an I/O or system error)']
+])
 
-const BY_ERRNO: Record<string, { cause: string, check: string }> = {
+const BY_ERRNO: ReadonlyMap<string, { cause: string, check: string }> = new Map(Object.entries({
   ECONNREFUSED: { cause: 'connection refused (ECONNREFUSED)', check: 'the host and port in DATABASE_URL, and that PostgreSQL (or the pooler) is running there' },
   ENOTFOUND: { cause: 'host name not found (ENOTFOUND)', check: 'the host in DATABASE_URL' },
   EAI_AGAIN: { cause: 'host name lookup failed (EAI_AGAIN)', check: 'the host in DATABASE_URL and DNS' },
@@ -84,7 +71,7 @@ const BY_ERRNO: Record<string, { cause: string, check: string }> = {
   ENETUNREACH: { cause: 'network unreachable (ENETUNREACH)', check: 'the host in DATABASE_URL and the network route to it' },
   ECONNRESET: { cause: 'the connection was reset (ECONNRESET)', check: 'sslmode in DATABASE_URL, and the server\'s (or the pooler\'s) log' },
   ETIMEDOUT: { cause: 'the connection timed out (ETIMEDOUT)', check: 'the host and port in DATABASE_URL, and firewalls between' }
-}
+}))
 
 function explain (err: unknown, connectTimeoutMs: number): { cause: string, check: string } {
   if (err instanceof PgSettingError) return { cause: err.message, check: err.check }
@@ -94,12 +81,13 @@ function explain (err: unknown, connectTimeoutMs: number): { cause: string, chec
   if (code !== undefined && SQLSTATE.test(code) && e.severity !== undefined) {
     return {
       cause: `${String(e.severity)} ${code} ${text}`,
-      check: BY_CODE[code] ??
+      check: BY_CODE.get(code) ??
         (code === '08P01' ? BY_POOLER_TEXT.find(([re]) => re.test(text))?.[1] : undefined) ??
-        BY_CLASS[code.slice(0, 2)] ?? 'the server\'s log for this error'
+        BY_CLASS.get(code.slice(0, 2)) ?? 'the server\'s log for this error'
     }
   }
-  if (code !== undefined && BY_ERRNO[code] !== undefined) return BY_ERRNO[code]
+  const errno = code === undefined ? undefined : BY_ERRNO.get(code)
+  if (errno !== undefined) return errno
   if (/timeout/i.test(text)) {
     return {
       cause: `no answer within PG_CONNECT_TIMEOUT_MS (${connectTimeoutMs} ms)`,
