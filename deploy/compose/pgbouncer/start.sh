@@ -1,0 +1,7 @@
+#!/bin/sh
+# Writes PgBouncer's auth file from DB_USER and DB_PASSWORD (readable by this user only), then runs
+# PgBouncer in the foreground as PID 1 (SIGTERM, SIGINT: it shuts down).
+set -eu
+umask 077
+printf '"%s" "%s"\n' "$DB_USER" "$DB_PASSWORD" > /tmp/pgbouncer-userlist.txt
+exec pgbouncer /etc/pgbouncer/pgbouncer.ini
