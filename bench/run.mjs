@@ -3,7 +3,9 @@
 // See docs/performance.md for what each scenario means and how to read the table.
 // `npm run bench -- --only=pg` (or BENCH_ONLY=pg) runs scenario 8 (PostgreSQL) alone; `--only=cold`
 // runs scenario 7 (cold start on a 1M-pet store, next to a bare node:http process) alone; `--only=reads`
-// runs the read scenarios 1–2 and 8.1–8.2 alone (about a minute), for work on the hot path.
+// runs the read scenarios 1–2 and 8.1–8.2 alone (about a minute), for work on the hot path;
+// `--only=mix` runs the realistic mix (bench/mix.mjs, where most reads miss the cache) alone. A full
+// run ends with the mix.
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
@@ -19,10 +21,11 @@ const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
 const { CursorCodec } = await import(join(DIST, 'services/cursor.js'))
 
 const ONLY = (process.argv.find(a => a.startsWith('--only='))?.slice(7) ?? process.env.BENCH_ONLY ?? 'all')
-if (!['all', 'pg', 'cold', 'reads'].includes(ONLY)) {
-  process.stderr.write(`bench: --only=${ONLY} is not known (all, pg, cold, reads)\n`)
+if (!['all', 'pg', 'cold', 'reads', 'mix'].includes(ONLY)) {
+  process.stderr.write(`bench: --only=${ONLY} is not known (all, pg, cold, reads, mix)\n`)
   process.exit(2)
 }
+if (ONLY === 'mix') process.exit(spawnSync(process.execPath, [join(ROOT, 'bench/mix.mjs')], { stdio: 'inherit' }).status ?? 1)
 
 // Seconds per saturation / fixed-rate run; BENCH_DURATION shortens it for a smoke run.
 const DURATION = Number(process.env.BENCH_DURATION ?? 4)
@@ -577,4 +580,6 @@ writeFileSync(join(outDir, `${outName}.json`), JSON.stringify({ env, rows, targe
 writeFileSync(join(outDir, `${outName}.md`), md)
 process.stdout.write('\n' + md)
 log(`\nwritten: bench/results/${outName}.json, bench/results/${outName}.md (${env.totalSeconds}s)`)
-process.exit(0)
+// The realistic mix (bench/mix.mjs) follows a full run, in a process of its own.
+if (ONLY === 'all') process.exitCode = spawnSync(process.execPath, [join(ROOT, 'bench/mix.mjs')], { stdio: 'inherit' }).status ?? 1
+process.exit()

@@ -1,0 +1,282 @@
+// `npm run bench -- --only=mix` (and part of `npm run bench`): the realistic mix, where most reads
+// miss the read cache. Many pets, eight API keys taken in turn, 65% getPet (ids Zipf-distributed with
+// s = 1.1, or uniform), 25% listPets (limit 10/20/50, half with a status filter; 60% first pages,
+// the rest pages 2–5 of a cursor walk), 10% creates. Measured side by side with its limit, the same
+// operations on an in-memory Map in a raw node:http process (bench/mix-limit.mjs), alternating
+// A, B, A, B; then both at a fixed rate of 80% of the service's peak for the tail. Reported: req/s
+// and CPU per request of each, their ratios, p99, the read cache's hit rate over the measured runs,
+// and the service's peak RSS. MIX_PROFILE=1 also leaves a CPU profile of the uniform SQLite mix in
+// bench/results/profiles/ and prints where its time goes.
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+import { startCluster } from '../scripts/pg-cluster.mjs'
+import { cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, log, percentile, requireBuild, ROOT, scratch, startService, stop, waitReady } from './lib.mjs'
+
+requireBuild()
+const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
+const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
+const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 4)
+const CONNECTIONS = 64
+const PETS = Number(process.env.MIX_PETS ?? 200_000)
+const BIG = Number(process.env.BENCH_BIG_STORE ?? 1_000_000)
+const KEYS = Array.from({ length: 8 }, (_, i) => `psk_${String(i).repeat(43)}`)
+const STATUSES = ['available', 'pending', 'sold']
+const LIMITS = [10, 20, 50]
+const BODY = JSON.stringify({ name: 'Rex', categoryId: 42, status: 'pending' })
+
+const canPin = spawnSync('taskset', ['-V']).status === 0
+if (canPin) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
+const session = scratch('petstore-mix-', { wrap: (cmd, args) => canPin ? ['taskset', ['-c', '0', cmd, ...args]] : [cmd, args] })
+
+// ---------------------------------------------------------------------------------------------
+// Stores, preloaded directly (as bench/run.mjs does), with the eight keys.
+function sqliteStore (name, pets) {
+  const path = join(session.tmp, `${name}.db`)
+  const db = openSqlite(path, 'OFF')
+  migrateSqlite(db)
+  const insertKey = db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)')
+  KEYS.forEach((k, i) => insertKey.run(`mix-${i}`, hashApiKey(k), new Date().toISOString()))
+  db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ?)
+    INSERT INTO pets (name, category_id, status)
+    SELECT 'pet-' || x, x % 97, CASE x % 3 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' ELSE 'sold' END FROM n`).run(pets)
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  db.close()
+  return `sqlite:${path}`
+}
+
+async function pgStore (adminUrl, pets) {
+  return await createDatabase(adminUrl, 'mix', hashApiKey(KEYS[0]), async (c) => {
+    for (let i = 1; i < KEYS.length; i++) await c.query('INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, now())', [`mix-${i}`, hashApiKey(KEYS[i])])
+    await c.query(`INSERT INTO pets (name, category_id, status)
+      SELECT convert_to('pet-' || x, 'UTF8'), x % 97, (ARRAY['available', 'pending', 'sold'])[(x % 3) + 1]
+      FROM generate_series(1, $1::int) AS x`, [pets])
+    await c.query('VACUUM ANALYZE')
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request stream: the same sequence of choices for the service and its limit.
+function rng (seed) {
+  let s = seed >>> 0
+  return () => { s = (s + 0x6D2B79F5) >>> 0; let t = s; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296 }
+}
+
+/** Draws ids 1..n: uniformly, or Zipf(s) by rank with the ranks spread over the ids by a fixed shuffle. */
+function idSampler (n, dist, random) {
+  if (dist === 'uniform') return () => 1 + Math.floor(random() * n)
+  const cdf = new Float64Array(n)
+  let sum = 0
+  for (let r = 0; r < n; r++) { sum += 1 / Math.pow(r + 1, 1.1); cdf[r] = sum }
+  const ids = new Uint32Array(n)
+  for (let i = 0; i < n; i++) ids[i] = i + 1
+  const shuffle = rng(7)
+  for (let i = n - 1; i > 0; i--) { const j = Math.floor(shuffle() * (i + 1)); const t = ids[i]; ids[i] = ids[j]; ids[j] = t }
+  return () => {
+    const u = random() * sum
+    let lo = 0; let hi = n - 1
+    while (lo < hi) { const mid = (lo + hi) >>> 1; if (cdf[mid] < u) lo = mid + 1; else hi = mid }
+    return ids[lo]
+  }
+}
+
+/** Pages 1–5 of each (limit, status) walk, as URLs, by following the server's own Link headers. */
+async function walks (port) {
+  const out = new Map()
+  for (const limit of LIMITS) {
+    for (const status of [undefined, ...STATUSES]) {
+      const urls = [`/v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}`]
+      while (urls.length < 5) {
+        const r = await httpCall(port, 'GET', urls[urls.length - 1], { authorization: `Bearer ${KEYS[0]}` })
+        const next = /<([^>]+)>; rel="next"/.exec(String(r.headers.link ?? ''))
+        if (r.status !== 200 || next === null) throw new Error(`walk ${urls[urls.length - 1]}: ${r.status}, no next page`)
+        urls.push(next[1])
+      }
+      out.set(`${limit}|${status}`, urls)
+    }
+  }
+  return out
+}
+
+/** autocannon's per-request hook: the next request of the mix. */
+function mixRequests (pages, n, dist, seed) {
+  const random = rng(seed)
+  const id = idSampler(n, dist, random)
+  let k = 0
+  return [{
+    setupRequest (req) {
+      const key = KEYS[k++ % KEYS.length]
+      const x = random()
+      const headers = { authorization: `Bearer ${key}` }
+      if (x < 0.65) return { ...req, method: 'GET', path: `/v1/pets/${id()}`, headers, body: undefined }
+      if (x < 0.90) {
+        const limit = LIMITS[Math.floor(random() * LIMITS.length)]
+        const status = random() < 0.5 ? undefined : STATUSES[Math.floor(random() * STATUSES.length)]
+        const urls = pages.get(`${limit}|${status}`)
+        const page = random() < 0.6 ? 0 : 1 + Math.floor(random() * (urls.length - 1))
+        return { ...req, method: 'GET', path: urls[page], headers, body: undefined }
+      }
+      return { ...req, method: 'POST', path: '/v1/pets', headers: { ...headers, 'content-type': 'application/json' }, body: BODY }
+    }
+  }]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load and accounting.
+function load (server, requests, { duration = DURATION, rate } = {}) {
+  const latencies = []
+  const before = cpuSeconds([server.child.pid])
+  const inst = autocannon({ url: `http://127.0.0.1:${server.port}`, requests, connections: CONNECTIONS, duration, overallRate: rate, timeout: 10, idReplacement: false })
+  inst.on('response', (_c, _status, _bytes, ms) => { latencies.push(ms) })
+  return inst.then(res => {
+    latencies.sort((a, b) => a - b)
+    const used = cpuSeconds([server.child.pid]) - before
+    return { rps: res.requests.total / res.duration, cpuUsPerReq: used * 1e6 / Math.max(1, res.requests.total), p99: percentile(latencies, 99), errors: res.errors + res.timeouts + res.non2xx }
+  })
+}
+
+async function cacheCounters (svc) {
+  const r = await httpCall(svc.metricsPort, 'GET', '/metrics')
+  const text = r.body.toString()
+  const value = (name, kind) => {
+    const line = text.split('\n').find(l => l.startsWith(`${name}{kind="${kind}"} `))
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return Object.fromEntries(['pet', 'page'].map(kind => [kind, { hits: value('petstore_read_cache_hits_total', kind), misses: value('petstore_read_cache_misses_total', kind) }]))
+}
+const hitRate = (a, b, kind) => {
+  const hits = b[kind].hits - a[kind].hits
+  const all = hits + b[kind].misses - a[kind].misses
+  return all === 0 ? NaN : hits / all
+}
+
+function peakRssMb (pid) {
+  const r = spawnSync('cat', [`/proc/${pid}/status`], { encoding: 'utf8' })
+  const m = /VmHWM:\s+(\d+) kB/.exec(r.stdout)
+  return m === null ? NaN : Number(m[1]) / 1024
+}
+
+async function startLimit (pets) {
+  const port = await freePort()
+  const child = session.spawn(process.execPath, [join(ROOT, 'bench/mix-limit.mjs'), String(port), String(pets)], { stdio: ['ignore', 'ignore', 'inherit'] })
+  await waitReady(port, '/v1/pets/1', 60000, child)
+  return { name: 'limit', child, port }
+}
+
+const rows = []
+/**
+ * One mix against the service and its limit: A, B, A, B saturation runs with the same request
+ * stream, then both at 80% of the service's peak for the tail.
+ */
+async function compare (label, svc, limit, pets, dist) {
+  const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]
+  const stream = (target, seed) => mixRequests(target === svc ? svcPages : limitPages, pets, dist, seed)
+  await load(svc, stream(svc, 1), { duration: 2 })
+  await load(limit, stream(limit, 1), { duration: 2 })
+  const before = await cacheCounters(svc)
+  const s = []; const l = []
+  for (let i = 0; i < 2; i++) {
+    s.push(await load(svc, stream(svc, 10 + i)))
+    l.push(await load(limit, stream(limit, 10 + i)))
+  }
+  const after = await cacheCounters(svc)
+  const mean = (xs, f) => xs.reduce((a, x) => a + f(x), 0) / xs.length
+  const sv = { rps: mean(s, x => x.rps), cpu: mean(s, x => x.cpuUsPerReq), p99: mean(s, x => x.p99), errors: s.reduce((a, x) => a + x.errors, 0) }
+  const lv = { rps: mean(l, x => x.rps), cpu: mean(l, x => x.cpuUsPerReq), p99: mean(l, x => x.p99), errors: l.reduce((a, x) => a + x.errors, 0) }
+  const rate = Math.round(sv.rps * 0.8)
+  const sf = await load(svc, stream(svc, 20), { rate })
+  const lf = await load(limit, stream(limit, 20), { rate })
+  const row = {
+    label,
+    service: sv,
+    limit: lv,
+    ratio: sv.rps / lv.rps,
+    cpuRatio: lv.cpu / sv.cpu,
+    fixedRate: rate,
+    p99AtRate: { service: sf.p99, limit: lf.p99 },
+    errors: sv.errors + sf.errors,
+    petHitRate: hitRate(before, after, 'pet'),
+    pageHitRate: hitRate(before, after, 'page'),
+    peakRssMb: peakRssMb(svc.child.pid)
+  }
+  rows.push(row)
+  log(`  ${label.padEnd(30)} service ${fmt(sv.rps)} req/s ${fmt(sv.cpu)} µs/req, limit ${fmt(lv.rps)} req/s ${fmt(lv.cpu)} µs/req → ${fmt(row.ratio, 2)} / ${fmt(row.cpuRatio, 2)} per CPU; p99 @${rate}/s ${fmt(sf.p99, 2)} vs ${fmt(lf.p99, 2)} ms; hits pet ${fmt(row.petHitRate * 100)}% page ${fmt(row.pageHitRate * 100)}%; errors ${row.errors}; RSS ${fmt(row.peakRssMb)} MB`)
+  return row
+}
+
+async function withService (name, env, fn) {
+  const metricsPort = await freePort()
+  const svc = { ...await startService(session, name, { LOG_LEVEL: 'info', METRICS_PORT: String(metricsPort), ...env }), metricsPort }
+  try { return await fn(svc) } finally { await stop(svc.child) }
+}
+
+// ---------------------------------------------------------------------------------------------
+const load0 = loadavg()
+log(`realistic mix: ${PETS} pets (and ${BIG} on SQLite, uniform), 8 keys, ${DURATION} s runs; load average ${load0.map(x => x.toFixed(2)).join(' ')}`)
+
+const limit = await startLimit(PETS)
+const small = sqliteStore('mix', PETS)
+for (const dist of ['zipf', 'uniform']) {
+  await withService(`sqlite-${dist}`, { DATABASE_URL: small }, svc => compare(`SQLite ${PETS / 1000}k, ${dist}`, svc, limit, PETS, dist))
+}
+if (process.env.MIX_PROFILE === '1') {
+  const dir = join(ROOT, 'bench/results/profiles')
+  mkdirSync(dir, { recursive: true })
+  const name = `mix-uniform-${Date.now()}.cpuprofile`
+  process.env.BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-name=${name}`
+  await withService('sqlite-profile', { DATABASE_URL: small }, async svc => { await load(svc, mixRequests(await walks(svc.port), PETS, 'uniform', 30), { duration: 8 }) })
+  delete process.env.BENCH_NODE_ARGS
+  if (readdirSync(dir).includes(name)) spawnSync(process.execPath, [join(ROOT, 'bench/profile-summary.mjs'), join(dir, name)], { stdio: 'inherit' })
+}
+await stop(limit.child)
+
+if (BIG > PETS) {
+  const bigLimit = await startLimit(BIG)
+  const big = sqliteStore('mix-big', BIG)
+  await withService('sqlite-big', { DATABASE_URL: big }, svc => compare(`SQLite ${BIG / 1000}k, uniform`, svc, bigLimit, BIG, 'uniform'))
+  await stop(bigLimit.child)
+}
+
+const cluster = session.own(await startCluster())
+const pgLimit = await startLimit(PETS)
+const pgUrl = await pgStore(cluster.url, PETS)
+for (const dist of ['zipf', 'uniform']) {
+  await withService(`pg-${dist}`, { DATABASE_URL: pgUrl }, svc => compare(`PostgreSQL ${PETS / 1000}k, ${dist}`, svc, pgLimit, PETS, dist))
+}
+await stop(pgLimit.child)
+await cluster.destroy()
+session.disown(cluster)
+
+const load1 = loadavg()
+const byLabel = (prefix) => rows.find(r => r.label.startsWith(prefix))
+const targets = [
+  { name: 'SQLite, Zipf ids: per CPU', row: byLabel('SQLite'), bound: 0.6 },
+  { name: 'SQLite, uniform ids: per CPU', row: rows.find(r => r.label.startsWith('SQLite') && r.label.endsWith('uniform')), bound: 0.5 },
+  { name: 'PostgreSQL, Zipf ids: per CPU (service process)', row: byLabel('PostgreSQL'), bound: 0.5 }
+].map(t => ({ name: t.name, value: t.row?.cpuRatio ?? NaN, bound: t.bound, met: (t.row?.cpuRatio ?? 0) >= t.bound && t.row?.errors === 0 }))
+const loadText = (l) => l.map(x => x.toFixed(2)).join(' / ')
+const md = [
+  `# Realistic mix (${process.version}, ${PETS} pets${BIG > PETS ? ` and ${BIG} on SQLite` : ''}, ${DURATION} s runs)`,
+  '',
+  `Load average (1 / 5 / 15 min): ${loadText(load0)} before, ${loadText(load1)} after.` +
+    (load0[0] >= 1 ? ' **The machine was busy at the start (1-minute load average ≥ 1): not a quiet run.**' : ''),
+  '',
+  '| mix | service req/s | limit req/s | req/s ratio | CPU µs/req (service vs limit) | ratio per CPU | p99 at 80% of peak (service vs limit) | pet / page hit rate | errors | peak RSS |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ...rows.map(r => `| ${r.label} | ${fmt(r.service.rps)} | ${fmt(r.limit.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.service.cpu)} vs ${fmt(r.limit.cpu)} | ${fmt(r.cpuRatio, 2)} | ${fmt(r.p99AtRate.service, 2)} vs ${fmt(r.p99AtRate.limit, 2)} ms | ${fmt(r.petHitRate * 100)}% / ${fmt(r.pageHitRate * 100)}% | ${r.errors} | ${fmt(r.peakRssMb)} MB |`),
+  '',
+  '| target | measured | bound | met |',
+  '|---|---:|---:|:-:|',
+  ...targets.map(t => `| ${t.name} | ${fmt(t.value, 2)} | ≥ ${t.bound} | ${t.met ? 'yes' : '**no**'} |`),
+  ''
+].join('\n')
+const out = join(ROOT, 'bench/results')
+mkdirSync(out, { recursive: true })
+writeFileSync(join(out, 'latest-mix.json'), JSON.stringify({ node: process.version, loadBefore: load0, loadAfter: load1, pets: PETS, big: BIG, duration: DURATION, rows, targets }, null, 2) + '\n')
+writeFileSync(join(out, 'latest-mix.md'), md)
+process.stdout.write('\n' + md)
+log('\nwritten: bench/results/latest-mix.json, bench/results/latest-mix.md')
