@@ -5,7 +5,7 @@
 // the whole run; each test makes its own database in it; its admin URL reaches the tests as
 // PETSTORE_TEST_PG_URL; set that variable yourself to use a server of your own, whose user needs
 // CREATEDB), a PgBouncer in transaction mode in front of it (PETSTORE_TEST_PGBOUNCER_URL, or set
-// it to a pooler of your own), redis-server, Chromium, strace. A test file names what it needs in a line comment
+// it to a pooler of your own), redis-server, Chromium, strace, promtool. A test file names what it needs in a line comment
 // `// requires: redis-server, chromium` among its first lines. When a component is missing:
 // under CI=true the run fails at once, naming it; elsewhere the files that need it do not run (and
 // the store-looped suites run on SQLite only without PostgreSQL), and the end of the output says
@@ -53,7 +53,8 @@ const COMPONENTS = {
   podman: { present: () => onPath('podman') && onPath('runc'), get: 'apt-get install podman runc uidmap slirp4netns golang-github-containernetworking-plugin-dnsname, and /etc/containers/containers.conf as .ci/run writes it (runc, cgroupfs)' },
   debootstrap: { present: () => onPath('debootstrap'), get: 'apt-get install debootstrap (builds the stand-in of the official node base image)' },
   'podman-compose': { present: () => onPath('podman-compose'), get: 'apt-get install podman-compose' },
-  'docker-compose': { present: () => onPath('docker-compose'), get: 'apt-get install docker-compose (`docker-compose config` checks the compose files; no engine needed)' }
+  'docker-compose': { present: () => onPath('docker-compose'), get: 'apt-get install docker-compose (`docker-compose config` checks the compose files; no engine needed)' },
+  promtool: { present: () => onPath('promtool'), get: 'apt-get install prometheus (Debian\'s; its promtool checks and unit-tests deploy/prometheus)' }
 }
 
 function requirements (file) {

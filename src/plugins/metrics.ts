@@ -95,6 +95,7 @@ export class Metrics {
 
   private readCacheSize: () => { entries: number, bytes: number } = () => ({ entries: 0, bytes: 0 })
   private logLinesDropped: () => number = () => 0
+  private getPetSunsetAt: Date | undefined
   // Requests by "method route status", and getPet calls by key id: plain numbers, read when scraped.
   private readonly series = new Map<string, RouteSeries>()
   private readonly getPetCalls = new Map<number, Tally>()
@@ -177,6 +178,10 @@ export class Metrics {
       registers,
       collect () { this.reset(); this.inc(dropped()) }
     })
+    const sunset = () => this.getPetSunsetAt
+    // NaN (no comparison holds) until the getPet route says when: a Metrics without the app.
+    // eslint-disable-next-line no-new
+    new Gauge({ name: 'petstore_getpet_sunset_timestamp_seconds', help: 'When the deprecated getPet is removed (GETPET_SUNSET_AT), in seconds since the Unix epoch: alert rules compare it with time().', registers, collect () { this.set((sunset()?.getTime() ?? NaN) / 1000) } })
     const size = () => this.readCacheSize()
     // eslint-disable-next-line no-new
     new Gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', registers, collect () { this.set(size().entries) } })
@@ -220,6 +225,11 @@ export class Metrics {
   /** Where the dropped-log-lines counter reads its figure (the entry's log destination). */
   watchLogLinesDropped (dropped: () => number): void {
     this.logLinesDropped = dropped
+  }
+
+  /** Where the getPet sunset gauge reads its time (the getPet route's GETPET_SUNSET_AT). */
+  watchGetPetSunset (at: Date): void {
+    this.getPetSunsetAt = at
   }
 
   /** Counts a call of the deprecated getPet by the key that made it. */

@@ -170,6 +170,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const deprecation = `@${Math.floor(opts.getPetDeprecatedAt.getTime() / 1000)}`
   const sunset = opts.getPetSunsetAt.toUTCString()
   const pastSunset = (): boolean => opts.now() >= opts.getPetSunsetAt.getTime()
+  metrics.watchGetPetSunset(opts.getPetSunsetAt)
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet',
