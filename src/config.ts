@@ -83,6 +83,11 @@ export interface Config {
   shutdownTimeoutMs: number
   /** SIGTERM: readiness 503 for this long, still serving, before closing (rolling restart). */
   shutdownDelayMs: number
+  /**
+   * Started by npm (`npm start`, `npm run dev`, `npx petstore serve`: npm sets npm_lifecycle_event):
+   * the end of the process that launched it stops the server as SIGTERM does (src/stop-requests.ts).
+   */
+  stopWithLauncher: boolean
   headersTimeoutMs: number
   rateLimit: { max: number, anonMax: number, windowMs: number }
   redisUrl: string | undefined
@@ -232,6 +237,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    stopWithLauncher: env.npm_lifecycle_event !== undefined,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     rateLimit: Object.freeze({ max: e.RATE_LIMIT_MAX, anonMax: e.RATE_LIMIT_ANON_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS }),
     redisUrl: parseRedisUrl(e.REDIS_URL),

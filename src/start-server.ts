@@ -1,5 +1,4 @@
 // Loaded by the entry (server.ts) once node-version.js and compile-cache.js have run.
-import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
@@ -7,18 +6,21 @@ import { describeFailure, describeListenFailure } from './describe-failure.js'
 import { handOutFirstKey } from './first-key.js'
 import { openLog } from './logging.js'
 import { buildMetricsApp, Metrics } from './plugins/metrics.js'
+import { launcherLinks, onStopRequest } from './stop-requests.js'
 import { openStore, type Store } from './store/index.js'
 import { describeLocation } from './store/location.js'
 
 /**
  * The service's start (server.ts is the entry): config → store → app → listen (API, and /metrics on its own port), with
- * graceful shutdown on SIGTERM/SIGINT: (SIGTERM: first SHUTDOWN_DELAY_MS of readiness 503 while still
- * serving) stop accepting, close idle keep-alive sockets at once, let
+ * graceful shutdown on SIGTERM/SIGINT (what else stops it: stop-requests.ts): (SIGTERM: first
+ * SHUTDOWN_DELAY_MS of readiness 503 while still serving) stop accepting, close idle keep-alive sockets at once, let
  * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
  * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
  * where the first key goes. Any start-up failure is one line on stderr and exit 1.
  */
 export async function startServer (env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  // Read first: a launcher that ends while the server starts must still count as ended.
+  const launcher = launcherLinks()
   let config: Readonly<Config>
   try {
     config = loadConfig(env)
@@ -48,16 +50,17 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
 
   // The grace period covers the drain and then SHUTDOWN_TIMEOUT_MS for in-flight requests.
-  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, err }) => {
+  onStopRequest({ delayMs: config.shutdownDelayMs + config.shutdownTimeoutMs, launcher: config.stopWithLauncher ? launcher : undefined, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, launcherExited, err }) => {
     if (err !== undefined) {
       app.log.error({ err }, 'shutting down after an uncaught error')
     } else {
-      // SIGTERM is how orchestrators stop an instance: drain first. SIGINT is a person at a terminal: at once.
-      if (signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
-        app.log.info({ signal, delayMs: config.shutdownDelayMs }, 'shutting down: draining (readiness 503, still serving)')
+      // SIGTERM is how orchestrators stop an instance: drain first. SIGINT is a person at a terminal:
+      // at once. A launcher that ended (stop-requests.ts) gets what its SIGTERM would have.
+      if ((signal === 'SIGTERM' || launcherExited === true) && config.shutdownDelayMs > 0) {
+        app.log.info({ signal, launcherExited, delayMs: config.shutdownDelayMs }, 'shutting down: draining (readiness 503, still serving)')
         await app.drain(config.shutdownDelayMs)
       }
-      app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+      app.log.info({ signal, launcherExited }, 'shutting down: finishing in-flight requests')
     }
     await metricsApp?.close()
     // Stops listening, closes idle keep-alive sockets, waits for in-flight requests, then closes the store.

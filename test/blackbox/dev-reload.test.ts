@@ -10,7 +10,7 @@ import { onCleanup } from '../helpers/cleanup.js'
 
 interface LogLine { pid: number, msg: string }
 
-/** The JSON log lines in what `npm run dev` printed (npm's and tsx's own lines are not JSON). */
+/** The JSON log lines in what `npm run dev` printed (npm's and Node's watch mode's own lines are not JSON). */
 function logLines (out: string): LogLine[] {
   return out.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l) as LogLine)
 }
