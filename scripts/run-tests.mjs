@@ -53,6 +53,7 @@ const COMPONENTS = {
   podman: { present: () => onPath('podman') && onPath('runc'), get: 'apt-get install podman runc uidmap slirp4netns golang-github-containernetworking-plugin-dnsname, and /etc/containers/containers.conf as .ci/run writes it (runc, cgroupfs)' },
   debootstrap: { present: () => onPath('debootstrap'), get: 'apt-get install debootstrap (builds the stand-in of the official node base image)' },
   'podman-compose': { present: () => onPath('podman-compose'), get: 'apt-get install podman-compose' },
+  'systemd-analyze': { present: () => onPath('systemd-analyze'), get: 'apt-get install systemd (`systemd-analyze verify` checks the unit in deploy/systemd)' },
   'docker-compose': { present: () => onPath('docker-compose'), get: 'apt-get install docker-compose (`docker-compose config` checks the compose files; no engine needed)' },
   promtool: { present: () => onPath('promtool'), get: 'apt-get install prometheus (Debian\'s; its promtool checks and unit-tests deploy/prometheus)' }
 }
