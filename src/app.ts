@@ -20,6 +20,7 @@ import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
 import storeNotices from './plugins/store-notices.js'
 import healthRoutes from './routes/health.js'
+import rootRoutes from './routes/root.js'
 import v1Routes from './routes/v1.js'
 import { registerSchemas } from './schemas/index.js'
 import { lazyCompilers } from './schemas/lazy-compilers.js'
@@ -74,6 +75,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(openApiPlugin, { config })
     registerSchemas(app)
     await app.register(docsRoutes)
+    await app.register(rootRoutes)
     await app.register(healthRoutes, { store })
     await app.register(v1Routes, { prefix: '/v1', config, store, now, lane })
     lane?.open(app)

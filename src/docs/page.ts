@@ -14,6 +14,18 @@ export const DOCS_TITLE = 'Petstore API reference'
 const LOGO_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f4f"/>' +
   '<text x="16" y="23" font-family="sans-serif" font-size="20" font-weight="bold" text-anchor="middle" fill="#fff">P</text></svg>'
 
+/**
+ * Keeps an expanded operation a few screens long: every response is application/json (or has no
+ * body), so the per-response media type selector says nothing, and no response has links; every
+ * 4xx and 5xx body is the same Error object (its description says so and names the codes), so its
+ * example is not repeated under each status; the header tables are set tighter.
+ */
+const COMPACT_RESPONSES_CSS = [
+  '.swagger-ui .responses-table .response-controls, .swagger-ui .responses-table .response-col_links { display: none; }',
+  '.swagger-ui .responses-table .headers-wrapper td, .swagger-ui .responses-table .headers-wrapper th { padding: 2px 8px 2px 0; }',
+  '.swagger-ui .responses-table tr.response[data-code^="4"] .model-example, .swagger-ui .responses-table tr.response[data-code^="5"] .model-example { display: none; }'
+].join('\n')
+
 /** lossless-json's browser build, from the installed package (the page loads nothing from elsewhere). */
 function losslessJsonBrowserBuild (): string {
   const file = createRequire(import.meta.url).resolve('lossless-json') // the "require" entry: its UMD build
@@ -52,6 +64,7 @@ export function docsPageOptions (config: Readonly<Config>): FastifySwaggerUiOpti
         { filename: 'lossless-json.js', content: losslessJsonBrowserBuild() },
         { filename: 'exact-integers.js', content: EXACT_INTEGERS_JS }
       ],
+      css: [{ filename: 'petstore.css', content: COMPACT_RESPONSES_CSS }],
       favicon: [{ filename: 'petstore.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: LOGO_SVG }]
     },
     logo: { type: 'image/svg+xml', content: LOGO_SVG },

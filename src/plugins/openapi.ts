@@ -9,21 +9,15 @@ import { headNoBody } from './etag.js'
 
 type Json = Record<string, unknown>
 
+// Short on purpose: the docs page shows it above every operation. What holds for every request (the
+// edge answers, X-Request-Id, unrouted requests) is in the responses themselves, x-unrouted-requests
+// and the Error schema, and in docs/reference/http-api.md.
 const INFO_DESCRIPTION = [
   'The Petstore v1 JSON-over-HTTP interface: a store of animals.',
   '',
-  'Every operation under `/v1` needs `Authorization: Bearer <API_KEY>` (make a key with `npx petstore keys create --name NAME`); ' +
-    'without a valid key the answer is 401, before anything else is looked at.',
-  '',
-  'Every error is an `Error` object (`code`, `message`, `status`); branch on `code` (the catalogue is `x-error-codes` on the Error schema). ' +
-    'A path under `/v1` that is not listed here answers 404 `not_found`; a listed path with another method answers 405 `method_not_allowed` with `Allow`, ' +
-    'for every method and before any body is read (the root extension `x-unrouted-requests` lists what such a request can get). ' +
-    'Every response carries `X-Request-Id`. ' +
-    'A request the HTTP parser refuses never reaches an operation: it is answered with an Error object and the connection closed ' +
-    '(400 `bad_request` for a malformed request line, header or framing, an HTTP/1.1 request without `Host`, or `Host`, `Authorization` or `Content-Type` sent twice; ' +
-    '408 `request_timeout`; 431 `header_too_large`). An `Expect` other than `100-continue` is 417 `expectation_failed`; `100 Continue` is sent only after authentication, routing and the size check.',
-  '',
-  'Integers marked int64 (`id`, `categoryId`) use the full 64-bit range: parse them without rounding (the typed client in packages/client gives them as BigInt).'
+  'Operations under `/v1` need `Authorization: Bearer <API_KEY>` (make a key with `npx petstore keys create --name NAME`). ' +
+    'Every error is an `Error` object: branch on its `code`. `id` and `categoryId` are int64: parse them without rounding ' +
+    '(the typed client in packages/client gives them as BigInt).'
 ].join('\n')
 
 /**
@@ -109,7 +103,8 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
       tags: [
         { name: 'pets', description: 'The animals: list, add, get (deprecated).' },
         { name: 'store', description: 'Store orders: named by the interface, not specified, answered 501.' },
-        { name: 'health', description: 'Liveness and readiness, outside /v1, without authentication.' }
+        { name: 'health', description: 'Liveness and readiness, outside /v1, without authentication.' },
+        { name: 'index', description: 'GET /: where to start, outside /v1, without authentication.' }
       ],
       components: {
         securitySchemes: {

@@ -15,7 +15,7 @@ export const Int64 = (options: { description: string }) =>
  * because the validator fills the default in. Its static type, which the routes receive through the
  * TypeBox type provider, is the validated one: a defaulted property is not optional there.
  */
-export function WithDefaults<P extends TProperties> (properties: P, options: { $id?: string, additionalProperties?: boolean, description?: string } = {}): TObject<P> {
+export function WithDefaults<P extends TProperties> (properties: P, options: { $id?: string, additionalProperties?: boolean, description?: string, examples?: unknown[] } = {}): TObject<P> {
   const required = Object.keys(properties).filter((k) => !Type.IsOptional(properties[k]) && (properties[k] as { default?: unknown }).default === undefined)
   const schema = Type.Object(properties, { ...options, required })
   // `required: []` says nothing; leave it out of the document.

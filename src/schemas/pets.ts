@@ -56,7 +56,7 @@ export const NewPetSchema = WithDefaults({
   name: nameSchema("The animal's name: 1 to 255 characters (Unicode code points), not only white space, and well-formed: a UTF-16 surrogate escape must be half of a pair."),
   categoryId: Int64({ description: 'Identifier of the category the animal belongs to (int64; values beyond 2^53 are kept exactly). A JSON number whose exact value is an integer: `1e3` is 1000, `1.5` and `1.0000000000000001` are not integers.' }),
   status: { ...PetStatusSchema, default: DEFAULT_PET_STATUS, description: 'Availability status; `available` when omitted.' } as typeof PetStatusSchema
-}, { $id: 'NewPet', additionalProperties: false, description: 'Request body of createPet. Unknown fields, and a client-sent id, are refused.' })
+}, { $id: 'NewPet', additionalProperties: false, description: 'Request body of createPet. Unknown fields, and a client-sent id, are refused.', examples: [{ name: 'Rex', categoryId: 3, status: 'pending' }] })
 /** A createPet body once validated: `status` holds the default when the client left it out. */
 export type NewPet = Static<typeof NewPetSchema>
 
@@ -65,7 +65,7 @@ export const PetSchema = Type.Object({
   name: nameSchema("The animal's name."),
   categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
   status: PetStatusSchema
-}, { $id: 'Pet', additionalProperties: false, description: 'An animal.' })
+}, { $id: 'Pet', additionalProperties: false, description: 'An animal.', examples: [{ id: 42, name: 'Rex', categoryId: 3, status: 'pending' }] })
 export type Pet = Static<typeof PetSchema>
 
 export const PetsSchema = Type.Array(Ref(PetSchema), { description: 'A page of animals, in ascending id order.' })

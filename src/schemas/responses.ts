@@ -25,7 +25,7 @@ const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'descrip
 
 /** Every header the service sets on purpose (header names are case-insensitive; the document uses the usual spelling). */
 export const Headers = {
-  requestId: header('Id of this request, also in the server log. Echoes the `X-Request-Id` the client sent when it is 1–128 characters of `A-Za-z0-9._:-`; otherwise a new UUID.', { pattern: '^[A-Za-z0-9._:-]{1,128}$', 'x-required': true }),
+  requestId: header('Id of this request, as logged: the client\'s own `X-Request-Id` (1–128 of `A-Za-z0-9._:-`), else a UUID.', { pattern: '^[A-Za-z0-9._:-]{1,128}$', 'x-required': true }),
   location: header('Path of the created animal.', { pattern: '^/v1/pets/-?[0-9]+$', example: '/v1/pets/1', 'x-required': true }),
   linkNext: header('Present when more animals follow: the URL of the next page (RFC 8288), with limit, status and an opaque cursor.', { pattern: '^</v1/pets\\?[^>]*cursor=[^>]+>; rel="next"$', example: '</v1/pets?limit=20&cursor=eyJ…>; rel="next"' }),
   linkSuccessor: header('The replacement of this deprecated operation (RFC 8288 successor-version).', { pattern: '^</v1/pets>; rel="successor-version"$', example: '</v1/pets>; rel="successor-version"', 'x-required': true }),
@@ -37,8 +37,8 @@ export const Headers = {
   etagNotModified: header('The entity tag the client already holds.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
   cacheControl: header('Caches must revalidate (the answer depends on the API key); other answers say `no-store`.', { example: 'private, no-cache' }),
   idempotentReplayed: header('`true` when this 201 replays the answer to an earlier request with the same `Idempotency-Key`.', { pattern: '^true$' }),
-  rateLimit: header('Remaining quota of this window (draft-ietf-httpapi-ratelimit-headers): `"key"` per API key, `"address"` per client address before authentication.', { example: '"key";r=5999;t=60' }),
-  rateLimitPolicy: header('The quota policy that applies (draft-ietf-httpapi-ratelimit-headers).', { example: '"key";q=6000;w=60' })
+  rateLimit: header('Quota left in this window: `"key"` per API key, `"address"` per client address (IETF RateLimit draft).', { example: '"key";r=5999;t=60' }),
+  rateLimitPolicy: header('The quota policy that applies (IETF RateLimit draft).', { example: '"key";q=6000;w=60' })
 } as const
 
 /** Present on /v1 answers while rate limits are on (RATE_LIMIT_MAX, RATE_LIMIT_ANON_MAX). */
@@ -101,8 +101,8 @@ export const EDGE_CODES = ['bad_request', 'request_timeout', 'expectation_failed
 
 /**
  * The error responses of an operation, from the catalogue codes it can answer (the edge codes
- * above are always added): one response per status, each an Error object, its description listing
- * the codes (`code`: when).
+ * above are always added): one response per status, each an Error object, its description naming
+ * the codes.
  */
 export function errorResponses (codes: readonly ErrorCode[], extraHeaders: HeaderMap = {}): Record<number, object> {
   const byStatus = new Map<number, ErrorCode[]>()
@@ -112,9 +112,11 @@ export function errorResponses (codes: readonly ErrorCode[], extraHeaders: Heade
   }
   const out: Record<number, object> = {}
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-    const lines = list.map(c => `- \`${c}\`: ${ERROR_CODES[c].description}`)
+    // The codes only: what each means is the Error schema's x-error-codes (docs/reference/errors.md),
+    // so an expanded operation on the docs page stays a few screens long.
+    const codes = list.map(c => `\`${c}\``).join(', ')
     out[status] = {
-      description: `${STATUS_TEXT[status] ?? 'Error'}; \`code\` is one of:\n\n${lines.join('\n')}`,
+      description: `${STATUS_TEXT[status] ?? 'Error'}: an \`Error\` whose \`code\` ${list.length === 1 ? 'is' : 'is one of'} ${codes}.`,
       headers: { 'X-Request-Id': Headers.requestId, ...headersFor(status), ...extraHeaders },
       content: { 'application/json': { schema: Ref(ErrorSchema) } }
     }

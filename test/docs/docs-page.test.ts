@@ -85,6 +85,26 @@ describe('/docs', () => {
     assert.deepEqual(foreign, [], 'the page asked for nothing outside this server')
   })
 
+  it('keeps an expanded operation a few screens long, with a realistic example body and a short description above', async (t) => {
+    const s = await startTestServer(t)
+    const { page } = await openBrowser(t, s.origin)
+    await page.setViewportSize({ width: 1280, height: 1000 })
+    await page.goto(`${s.origin}/docs`)
+    await page.locator('.opblock').first().waitFor()
+    const info = await page.locator('.information-container').boundingBox()
+    assert.ok(info !== null && info.height < 300, `the API description is short (${info?.height} px)`)
+    for (const id of ['listPets', 'createPet', 'getPet']) {
+      const op = operation(page, id)
+      await op.locator('.opblock-summary').click()
+      await op.locator('.responses-wrapper').waitFor()
+      const height = (await op.boundingBox())?.height ?? Infinity
+      // Four screens of 1000 px at most.
+      assert.ok(height < 4000, `${id} expanded is ${Math.round(height)} px tall`)
+      if (id === 'createPet') assert.match(await op.locator('textarea.body-param__text').inputValue(), /"name": "Rex"/)
+      await op.locator('.opblock-summary').click()
+    }
+  })
+
   it('behind another host name with HOST=0.0.0.0: own title, servers named for readers, same-origin calls, int64 shown exactly', async (t) => {
     // HOST=0.0.0.0 and no PUBLIC_BASE_URL, the container default: no loopback address may leak into the page.
     const s = await startTestServer(t, { env: { HOST: '0.0.0.0' } })

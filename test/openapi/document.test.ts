@@ -51,12 +51,12 @@ describe('the OpenAPI document', () => {
     assert.equal(op('/pets', 'get').deprecated, undefined)
   })
 
-  it('puts the bearer scheme on every /v1 operation and none on the health checks', () => {
+  it('puts the bearer scheme on every /v1 operation and none on the index and the health checks', () => {
     assert.deepEqual(doc.components.securitySchemes.bearerAuth, { ...doc.components.securitySchemes.bearerAuth, type: 'http', scheme: 'bearer' })
     assert.deepEqual(doc.security, [{ bearerAuth: [] }])
     for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
       for (const o of Object.values(item) as Json[]) {
-        if (path === '/healthz' || path === '/readyz') assert.deepEqual(o.security, [])
+        if (path === '/' || path === '/healthz' || path === '/readyz') assert.deepEqual(o.security, [])
         else assert.equal(o.security, undefined, `${path} keeps the global bearer requirement`)
         if (o.security === undefined) assert.ok(header(o.responses['401'], 'WWW-Authenticate').required)
       }
