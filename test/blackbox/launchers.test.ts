@@ -19,26 +19,33 @@ const DRAIN_MS = 1500
 
 interface LogLine { pid: number, msg: string, signal?: string, launcherExited?: boolean }
 
-/** The pids of the processes in process group `pgid` (field 5 of /proc/PID/stat). */
+/** The fields of /proc/PID/stat after `pid (comm)`: state, ppid, pgrp, … (comm may hold spaces and parentheses). */
+function statFields (pid: number | string): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+}
+
+/** The pids of the processes in process group `pgid`. */
 function processGroup (pgid: number): number[] {
   const pids: number[] = []
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue
-    let stat: string
+    let fields: string[]
     try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      fields = statFields(name)
     } catch {
       continue // ended meanwhile
     }
-    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     if (fields[0] !== 'Z' && Number(fields[2]) === pgid) pids.push(Number(name))
   }
   return pids
 }
 
-/** Starts `command` in a process group of its own (its pid is the group's id); resolves once the server listens. */
-async function launch (t: TestContext, command: string, args: string[]) {
+/**
+ * Starts `command` in a process group of its own (its pid is the group's id); resolves once the server
+ * listens, `depth` processes below it (1: npm's child, no shell or Node shim process in between).
+ */
+async function launch (t: TestContext, command: string, args: string[], depth: number) {
   const env = childEnv({
     DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`,
     HOST: '127.0.0.1',
@@ -69,6 +76,9 @@ async function launch (t: TestContext, command: string, args: string[]) {
   assert.equal((await fetch(`${url}/healthz`)).status, 200)
   const group = processGroup(pgid)
   assert.ok(group.includes(server.pid), `the server (pid ${server.pid}) is in the launcher's group ${group.join(' ')}`)
+  let ancestor = server.pid
+  for (let i = 0; i < depth; i++) ancestor = Number(statFields(ancestor)[1])
+  assert.equal(ancestor, pgid, `the server is ${depth} process(es) below ${command}`)
   return {
     pid: pgid,
     exited,
@@ -106,9 +116,10 @@ function assertDrained (run: Launched, cause: Partial<LogLine>): void {
 const GONE_WITHIN_MS = DRAIN_MS + 8000
 
 describe('a signal to the launcher reaches the server (npm start, npx petstore serve, npm run dev)', () => {
-  for (const [name, args] of [['npm start', ['start']], ['npm run dev', ['run', 'dev']]] as const) {
+  // npm start: npm → server (the script's shell and the Node shim exec). npm run dev: npm → Node's watch mode → server.
+  for (const [name, args, depth] of [['npm start', ['start'], 1], ['npm run dev', ['run', 'dev'], 2]] as const) {
     it(`${name}: SIGTERM to npm drains the server; npm waits for it and exits 0; nothing is left`, async (t) => {
-      const run = await launch(t, 'npm', [...args])
+      const run = await launch(t, 'npm', [...args], depth)
       const sent = performance.now()
       process.kill(run.pid, 'SIGTERM')
       assert.deepEqual(await run.exited, { code: 0, signal: null }, run.out())
@@ -119,7 +130,7 @@ describe('a signal to the launcher reaches the server (npm start, npx petstore s
     })
 
     it(`${name}: Ctrl-C (SIGINT to the whole group, which npm forwards again) stops the server at once, exit 0`, async (t) => {
-      const run = await launch(t, 'npm', [...args])
+      const run = await launch(t, 'npm', [...args], depth)
       const sent = performance.now()
       process.kill(-run.pid, 'SIGINT')
       assert.deepEqual(await run.exited, { code: 0, signal: null }, run.out())
@@ -134,7 +145,7 @@ describe('a signal to the launcher reaches the server (npm start, npx petstore s
   it('npx petstore serve: SIGTERM to npm ends npm and its shell (143); the server drains on its own and exits', async (t) => {
     // npm runs the bin through `sh -c`, which dies of the forwarded signal without passing it on;
     // npm then exits by the same signal. The server sees its parent gone and stops as on SIGTERM.
-    const run = await launch(t, 'npx', ['petstore', 'serve'])
+    const run = await launch(t, 'npx', ['petstore', 'serve'], 2)
     const sent = performance.now()
     process.kill(run.pid, 'SIGTERM')
     assert.deepEqual(await run.exited, { code: null, signal: 'SIGTERM' }, run.out())
@@ -142,9 +153,9 @@ describe('a signal to the launcher reaches the server (npm start, npx petstore s
     assertDrained(run, { launcherExited: true })
   })
 
-  for (const [name, command, args] of [['npm start', 'npm', ['start']], ['npx petstore serve', 'npx', ['petstore', 'serve']]] as const) {
+  for (const [name, command, args, depth] of [['npm start', 'npm', ['start'], 1], ['npx petstore serve', 'npx', ['petstore', 'serve'], 2]] as const) {
     it(`${name}: a SIGKILL of npm leaves the server draining, then gone within the drain time`, async (t) => {
-      const run = await launch(t, command, [...args])
+      const run = await launch(t, command, [...args], depth)
       const sent = performance.now()
       process.kill(run.pid, 'SIGKILL')
       assert.deepEqual(await run.exited, { code: null, signal: 'SIGKILL' })
