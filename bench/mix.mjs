@@ -127,6 +127,7 @@ function mixRequests (pages, n, dist, seed) {
 
 // ---------------------------------------------------------------------------------------------
 // Load and accounting.
+/** @param {{ child: import('node:child_process').ChildProcess, port: number }} server @param {any[]} requests @param {{ duration?: number, rate?: number }} [opts] */
 function load (server, requests, { duration = DURATION, rate } = {}) {
   const latencies = []
   const before = cpuSeconds([server.child.pid])
