@@ -36,15 +36,10 @@ type Internals = Record<symbol, unknown>
  * that need escaping) and comparing the bytes; any formatter, mixin, serializer, redaction, message
  * key or stream hook that changes them, and a request whose logger was made or configured (something
  * logged through it, or a route log level), sends the line through pino as before.
- *
- * `log` is the request's logger, or (a request the fast lane answered, which has none: nothing was
- * logged for it) its request id: the line is then the one an untouched request logger would write,
- * `root`'s child bound to `reqId` (Fastify's binding, app.ts).
  */
-export function accessLogger (root: FastifyBaseLogger): (log: FastifyBaseLogger | string, access: Access) => void {
-  const viaPino = (log: FastifyBaseLogger | string, a: Access): void => {
-    const logger = typeof log === 'string' ? root.child({ reqId: log }) : log
-    logger.info({ keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, ms: a.ms }, MESSAGE)
+export function accessLogger (root: FastifyBaseLogger): (log: FastifyBaseLogger, access: Access) => void {
+  const viaPino = (log: FastifyBaseLogger, a: Access): void => {
+    log.info({ keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, ms: a.ms }, MESSAGE)
   }
   if (!isPino(root) || !sameAsPino(root)) return viaPino
   const internals = root as unknown as Internals
@@ -52,7 +47,7 @@ export function accessLogger (root: FastifyBaseLogger): (log: FastifyBaseLogger 
   const time = internals[timeSym] as () => string
   const chindings = internals[chindingsSym] as string
   return (log, a) => {
-    const reqId = typeof log === 'string' ? log : log instanceof RequestLogger && log.untouchedChildOf(root) ? log.bindings.reqId : undefined
+    const reqId = log instanceof RequestLogger && log.untouchedChildOf(root) ? log.bindings.reqId : undefined
     if (typeof reqId !== 'string') {
       viaPino(log, a)
       return

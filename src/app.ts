@@ -1,7 +1,7 @@
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.js'
-import { FastLane, laneServer } from './fast-lane.js'
+import { FastLane, laneServer, ROUTER_OPTIONS } from './fast-lane.js'
 import { requestLogger } from './request-logger.js'
 import bearerAuth from './plugins/auth.js'
 import beforeBody from './plugins/before-body.js'
@@ -37,6 +37,8 @@ export interface AppOptions {
   metrics?: Metrics
   /** How often the event-loop delay is sampled for overload shedding (tests shorten it). */
   pressureSampleIntervalMs?: number
+  /** Whether cached reads may be answered by the fast lane (fast-lane.ts); tests compare with it off. */
+  fastLane?: boolean
 }
 
 /**
@@ -47,14 +49,15 @@ export interface AppOptions {
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
-export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, fastLane = true }: AppOptions): Promise<FastifyInstance> {
   // The fast lane (fast-lane.ts): in front of Fastify's handler on the node:http server, it answers
-  // the cached reads it can answer exactly as the plugins below would (by calling their functions),
-  // and hands every other request to Fastify before doing anything. Off with FAST_READS=off; with
-  // CORS on (it does not do CORS); and with HOST=localhost, where Fastify listens on every address
-  // of the name only with a server it made itself (a serverFactory's server gets the first alone).
-  const lane = config.fastReads && config.corsOrigins.length === 0 && config.host !== 'localhost' ? new FastLane() : undefined
+  // the cached reads every plugin below would let through at once, with their own functions, and
+  // hands every other request to Fastify before doing anything. Not installed with CORS on (it does
+  // not do CORS), nor with HOST=localhost, where Fastify listens on every address of the name only
+  // with a server it made itself (a serverFactory's server gets the first alone).
+  const lane = fastLane && config.corsOrigins.length === 0 && config.host !== 'localhost' ? new FastLane() : undefined
   const app = Fastify(serverOptions(config, logger, lane))
+  if (lane !== undefined) app.addHook('onRoute', lane.onRoute)
   let built = false
   // The first onClose hook, so the last to run (Fastify runs them in reverse order of registration).
   app.addHook('onClose', async () => { if (built) await store.close() })
@@ -77,7 +80,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(docsRoutes)
     await app.register(rootRoutes)
     await app.register(healthRoutes, { store })
-    await app.register(v1Routes, { prefix: '/v1', config, store, now, lane })
+    await app.register(v1Routes, { prefix: '/v1', config, store, now })
     lane?.open(app)
   } catch (err) {
     await app.close() // stops what already started (the overload sampler, Redis); the store stays the caller's
@@ -119,7 +122,7 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
     return503OnClosing: false,
     // No parameter is matched by a regex, so the router needs no length cap of its own (Node bounds the
     // URL at 16 KiB); a long petId then meets its validator: 400 with getPet's headers, not a bare 414.
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16384 },
+    routerOptions: ROUTER_OPTIONS,
     // A URL the router cannot decode goes through the same plugins as any other (see plugins/errors.ts).
     frameworkErrors: routeBadUrls,
     // Fastify's own compilers, loaded and run on first use rather than at start.

@@ -43,7 +43,6 @@ const EnvSchema = Type.Object({
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the /metrics listener.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
   READ_CACHE_MAX_MB: Type.Integer({ minimum: 0, maximum: 65536, default: 64, description: 'Memory for the read cache of getPet and full listPets pages (serialized bodies, ETags), in MiB; least recently used entries go first. 0 turns it off.' }),
-  FAST_READS: Type.Unsafe<string>({ type: 'string', enum: ['on', 'off'], default: 'on', description: 'on: getPet and listPets reads the read cache holds, with a cached API key and in-memory rate limits, are answered by the fast lane (src/fast-lane.ts) ahead of Fastify, with the same status, headers, body, log line and metrics; everything else, and everything when off, goes through Fastify.' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' }),
   LOG_FORMAT: Type.Unsafe<string>({ type: 'string', enum: ['auto', 'json', 'pretty'], default: 'auto', description: 'auto: pretty, coloured lines when stdout is a terminal, JSON lines otherwise; json or pretty: always that.' }),
   NO_COLOR: Type.Optional(Type.String({ description: 'Any non-empty value turns colours off (no-color.org): pretty logs and CLI tables stay plain.' })),
@@ -98,8 +97,6 @@ export interface Config {
   corsOrigins: string[]
   idempotencyTtlMs: number
   readCacheMaxBytes: number
-  /** FAST_READS=on: cached reads are answered ahead of Fastify (fast-lane.ts). */
-  fastReads: boolean
   /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers; undefined when unset. */
   publicBaseUrl: string | undefined
   stagingBaseUrl: string | undefined
@@ -247,7 +244,6 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     corsOrigins: parseCorsOrigins(e.CORS_ORIGINS),
     idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000,
     readCacheMaxBytes: e.READ_CACHE_MAX_MB * 1048576,
-    fastReads: e.FAST_READS === 'on',
     publicBaseUrl: parseBaseUrl('PUBLIC_BASE_URL', e.PUBLIC_BASE_URL),
     stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL)
   })

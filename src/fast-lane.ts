@@ -1,166 +1,168 @@
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
-import type { FastifyInstance } from 'fastify'
-import type { CachedKeys } from './plugins/auth.js'
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
+import type { FastifyInstance, FastifySchema, FastifySchemaCompiler, RouteOptions } from 'fastify'
+import FindMyWay from 'find-my-way'
 import { hasBody } from './plugins/before-body.js'
-import { ifNoneMatchHits } from './plugins/etag.js'
-import { edgeProblem } from './plugins/hardening.js'
-import type { Metrics } from './plugins/metrics.js'
-import type { RateLimits } from './plugins/rate-limit.js'
+import { edgeProblem, NOSNIFF } from './plugins/hardening.js'
 import { requestIdOf } from './plugins/request-id.js'
-import type { PetReadsLane } from './routes/pets.js'
-import { LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, PET_STATUSES, type PetStatus } from './schemas/pets.js'
-import { DECIMAL_INTEGER } from './schemas/validator.js'
+import type { ReplySink } from './reply-sink.js'
 import type { Representation } from './services/pet-reads.js'
 
 /*
- * The fast lane: cached reads answered ahead of Fastify, with the same answer.
+ * The fast lane: cached reads answered ahead of Fastify, by the routes' own functions.
  *
- * Nearly every read is a getPet or listPets the read cache already holds, by a key the key cache
- * already trusts, counted in memory. Fastify's request handling (routing, the Request and Reply
- * objects, the hook runner, validation, the reply's header and send machinery) then costs more CPU
- * than everything the service itself does for the request (docs/performance.md, "The fast lane").
- * The lane is the first listener of the node:http server (laneServer, installed through Fastify's
- * documented `serverFactory` option). For each request it first decides, without any side effect,
- * whether the request is one it answers exactly as the Fastify path would:
- * - GET (not HEAD) of `/v1/pets/<id>` or `/v1/pets` with a query it reads into exactly the values
- *   validation would give (limit, status, cursor; any other, repeated, empty or encoded parameter,
- *   and any other path spelling, is left to Fastify);
- * - none of the headers whose handling it does not do itself: a body (Content-Length > 0 or
- *   Transfer-Encoding), Expect, If-Match, Accept-Version; and no edge problem (hardening.ts);
- * - not draining or closing (shutdown.ts), not shedding load (overload.ts);
- * - a bearer key the key cache trusts as valid now (auth.ts), limits counted in memory, no address
- *   block in force (one blocked address keeps the lane off for all until its block ends), and this
- *   request not over the key's limit (rate-limit.ts);
- * - getPet before its sunset, and the representation in the read cache (routes/pets.ts).
- * Anything else returns false before anything happened, and Fastify handles the request as always.
- * When it answers, it does what that path does, with the same functions: the use of the key
- * recorded, the request counted against the key (RateLimit headers), getPet's call counted, the
- * cache hit counted, the request id taken from X-Request-Id by the same rule, If-None-Match → 304,
- * the same headers in the same order, and on `finish` the same metrics and access line
- * (observability.ts). Every answer it gives is also counted in petstore_fast_lane_responses_total.
- * CORS is not among what it does: with CORS_ORIGINS set the lane is not installed (app.ts), nor
- * with HOST=localhost (Fastify binds each address of that name only with a server it made).
- * test/server/fast-lane.test.ts sends the same requests to a server with the lane and one without
- * and compares status, headers, bodies, log lines and metrics.
+ * Nearly every read is a getPet or listPets that the read cache holds, by a key the key cache
+ * trusts, counted in memory. Fastify's request handling (routing, the Request and Reply objects,
+ * the hook runner, the reply's header and send machinery) then costs more CPU than the service's
+ * own work for the request. The lane is the first listener of the node:http server (laneServer,
+ * installed through Fastify's `serverFactory` option). It answers a request only when every step
+ * would let it through at once, decided first with no side effect; anything else goes to Fastify
+ * untouched. Nothing it does is its own:
+ * - routing: find-my-way, the router Fastify uses, with Fastify's options and every GET route;
+ * - the path and query: the route's own schemas, through the app's validator compiler;
+ * - the arrival checks: the hardening plugin's edge check, no drain, no shedding, no body, no
+ *   Expect, If-Match or Accept-Version (Fastify's to answer);
+ * - authentication and limits: the policy's admission (auth.ts), the first step of its own hook;
+ * - the answer: the route's CachedRead (its `config.cachedRead`), made of the route's own hooks and
+ *   the answer function its handler sends (routes/pets.ts);
+ * - the record: the observability plugin's, with the request logger Fastify would have made.
+ * test/server/fast-lane.test.ts sends the same requests to an app with the lane and one without and
+ * compares status, headers, bodies, log lines and metrics.
  */
-
-/** The parts of the app the lane uses, all of them the plugins' own functions. */
-interface Parts {
-  app: FastifyInstance
-  keys: CachedKeys
-  limits: RateLimits
-  metrics: Metrics
-  reads: PetReadsLane
-}
-
-const GET_PET = '/v1/pets/:petId'
-const LIST_PETS = '/v1/pets'
-const PET_PREFIX = '/v1/pets/'
-/** A pet id the lane reads itself: a positive int64 in the one integer grammar, at most 18 digits. */
-const PET_ID = /^[1-9][0-9]{0,17}$/
-/** A cursor whose spelling no query decoding changes (the codec decides whether it is one). */
-const CURSOR = /^[A-Za-z0-9_-]+$/
-
-interface ListQuery { limit: number, status: PetStatus | undefined, cursor: string | undefined }
 
 /**
- * The values listPets' validation gives for this query string, when they are certain: undefined
- * for anything the lane does not read exactly as Fastify's parser and the schema would (Fastify
- * then answers, 200 or 400).
+ * A read a route can answer at once from memory, declared in its `config.cachedRead`: the fast lane
+ * answers such a route's requests whenever lookup() finds the representation.
  */
-function listQuery (qs: string | undefined): ListQuery | undefined {
-  const q: ListQuery = { limit: LIMIT_DEFAULT, status: undefined, cursor: undefined }
-  if (qs === undefined) return q
-  let limit: string | undefined
-  for (const part of qs.split('&')) {
-    const eq = part.indexOf('=')
-    if (eq <= 0) return undefined
-    const name = part.slice(0, eq)
-    const value = part.slice(eq + 1)
-    if (name === 'limit' && limit === undefined) {
-      limit = value
-    } else if (name === 'status' && q.status === undefined) {
-      if (!(PET_STATUSES as readonly string[]).includes(value)) return undefined
-      q.status = value as PetStatus
-    } else if (name === 'cursor' && q.cursor === undefined) {
-      if (!CURSOR.test(value)) return undefined
-      q.cursor = value
-    } else {
-      return undefined
-    }
+export interface CachedRead<P = unknown, Q = unknown> {
+  /**
+   * The representation the request reads when the route can answer it at once, its cache hit
+   * counted; undefined, with nothing counted, when the route must answer it (not cached, a cursor
+   * refused, past the sunset). `params` and `query` as validation gave them.
+   */
+  lookup (params: P, query: Q): Representation | undefined
+  /**
+   * The rest of what the route does for a request lookup() found, after authentication: its hooks'
+   * counts, and its answer set on `reply` (status, headers) and returned (the body; none for a 304).
+   */
+  answer (headers: IncomingHttpHeaders, keyId: number, reply: ReplySink, rep: Representation): Buffer | undefined
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set on a route whose reads the fast lane may answer (fast-lane.ts). */
+    cachedRead?: CachedRead
   }
-  if (limit !== undefined) {
-    if (!DECIMAL_INTEGER.test(limit)) return undefined
-    q.limit = Number(limit)
-    if (q.limit < LIMIT_MIN || q.limit > LIMIT_MAX) return undefined
+}
+
+/** What the lane uses of the app: the plugins' own functions, the ones their hooks call. */
+type Plugins = Pick<FastifyInstance, 'admission' | 'recordResponse' | 'draining' | 'overloaded' | 'metrics' | 'log' | 'childLoggerFactory'>
+
+type Validate = (data: unknown) => { value?: unknown, error?: unknown }
+
+/** A GET route as the lane's router holds it; `read` and the validators only for a cached read. */
+interface Route {
+  url: string
+  schema: FastifySchema | undefined
+  read: CachedRead | undefined
+  params?: Validate
+  query?: Validate
+  headers?: Validate
+}
+
+/** Fastify's router options (app.ts), so the lane's router matches every URL as Fastify's does. */
+export const ROUTER_OPTIONS = { ignoreTrailingSlash: false, maxParamLength: 16384 } as const
+
+const PASS: Validate = (data) => ({ value: data })
+
+/** The answer the lane writes: what the plugins and the route set, then sent as it is. */
+class LaneReply implements ReplySink {
+  status = 200
+  readonly headers: Record<string, string>
+
+  constructor (reqId: string) {
+    // What the arrival checks set first: the request id (request-id.ts) and nosniff (hardening.ts).
+    this.headers = { 'x-request-id': reqId, 'x-content-type-options': NOSNIFF }
   }
-  return q
+
+  code (status: number): this {
+    this.status = status
+    return this
+  }
+
+  header (name: string, value: string): this {
+    this.headers[name] = value
+    return this
+  }
 }
 
 export class FastLane {
-  private reads: PetReadsLane | undefined
-  private parts: Parts | undefined
+  private readonly router = FindMyWay(ROUTER_OPTIONS)
+  private readonly routes: Route[] = []
+  private plugins: Plugins | undefined
 
-  /** The pet routes hand over their cached reads (routes/pets.ts). */
-  serveReads (reads: PetReadsLane): void {
-    this.reads = reads
+  /** Fastify's onRoute hook: every GET route goes into the lane's router, so it matches as Fastify's does. */
+  readonly onRoute = (route: RouteOptions): void => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (!methods.includes('GET')) return
+    const r: Route = { url: route.url, schema: route.schema, read: route.config?.cachedRead }
+    this.routes.push(r)
+    this.router.on('GET', route.url, () => {}, r)
   }
 
-  /** Starts answering, once the app is built (its plugins' decorations exist). */
+  /** Starts answering, once the app is built: the cached reads' validators compiled by the app's own compiler. */
   open (app: FastifyInstance): void {
-    if (this.reads === undefined) throw new Error('fast lane: the pet routes did not register their reads')
-    this.parts = { app, keys: app.cachedKeys, limits: app.rateLimits, metrics: app.metrics, reads: this.reads }
+    const compile = app.validatorCompiler as FastifySchemaCompiler<unknown> | undefined
+    if (compile === undefined) throw new Error('fast lane: the app has no validator compiler')
+    for (const r of this.routes) {
+      if (r.read === undefined) continue
+      const part = (schema: unknown, httpPart: string): Validate =>
+        schema === undefined ? PASS : compile({ schema, method: 'GET', url: r.url, httpPart }) as Validate
+      r.params = part(r.schema?.params, 'params')
+      r.query = part(r.schema?.querystring, 'querystring')
+      r.headers = part(r.schema?.headers, 'headers')
+    }
+    this.plugins = app
   }
 
   /** Answers the request and returns true, or returns false having done nothing (Fastify answers). */
   answer (req: IncomingMessage, res: ServerResponse): boolean {
-    const p = this.parts
+    const p = this.plugins
     if (p === undefined || req.method !== 'GET') return false
     const url = req.url ?? ''
+    const found = this.router.find('GET', url)
+    const route = found?.store as Route | undefined
+    const read = route?.read
+    if (read === undefined) return false
     const h = req.headers
-    let petId: bigint | undefined
-    let list: ListQuery | undefined
-    if (url.startsWith(PET_PREFIX)) {
-      const id = url.slice(PET_PREFIX.length)
-      if (!PET_ID.test(id)) return false
-      petId = BigInt(id)
-    } else if (url === LIST_PETS) {
-      list = listQuery(undefined)
-    } else if (url.startsWith(LIST_PETS + '?')) {
-      list = listQuery(url.slice(LIST_PETS.length + 1))
-      if (list === undefined) return false
-    } else {
-      return false
-    }
     if (h.expect !== undefined || h['if-match'] !== undefined || h['accept-version'] !== undefined || hasBody(req)) return false
-    if (edgeProblem(req) !== undefined || p.app.draining || p.app.overloaded()) return false
+    if (edgeProblem(req) !== undefined || p.draining || p.overloaded()) return false
+    const params = route!.params!(found!.params)
+    const query = route!.query!(found!.searchParams)
+    if (params.error !== undefined || query.error !== undefined || route!.headers!(h).error !== undefined) return false
     const now = Date.now()
-    const keyId = p.keys.idOf(h.authorization, now)
-    if (keyId === undefined || !p.limits.fastCountable(keyId, now)) return false
-    const rep: Representation | undefined = petId !== undefined ? p.reads.pet(petId) : p.reads.page(list!.limit, list!.status, list!.cursor)
+    const keyId = p.admission.admit(h.authorization, now)
+    if (keyId === undefined) return false
+    const rep = read.lookup(params.value, query.value)
     if (rep === undefined) return false
 
-    // From here on the lane answers: the same steps, in the same order, as the Fastify path.
+    // From here on the lane answers, with the same steps, in the same order, as Fastify's path.
     const start = performance.now()
     const reqId = requestIdOf(h['x-request-id'])
-    p.keys.used(keyId, now)
-    const inm = h['if-none-match']
-    const notModified = inm !== undefined && ifNoneMatchHits(inm, rep.etag)
-    const headers: Record<string, string> = { 'x-request-id': reqId, 'x-content-type-options': 'nosniff', 'cache-control': 'private, no-cache' }
-    p.limits.countFast(keyId, now, headers)
-    if (petId !== undefined) p.reads.sendPet(rep, keyId, headers, notModified)
-    else p.reads.sendPage(rep, headers, notModified)
+    const reply = new LaneReply(reqId)
+    p.admission.enter(keyId, now, reply)
+    const body = read.answer(h, keyId, reply, rep)
     p.metrics.fastLane.inc()
-    const status = notModified ? 304 : 200
-    const route = petId !== undefined ? GET_PET : LIST_PETS
-    res.on('finish', () => { p.app.recordResponse(reqId, keyId, 'GET', route, url, status, performance.now() - start) })
-    if (notModified) {
-      res.writeHead(304, headers)
+    // Fastify's own request logger for the request, bound to its id under Fastify's label.
+    const log = p.childLoggerFactory.call(p as FastifyInstance, p.log, { reqId }, {}, req)
+    const routeUrl = route!.url
+    res.on('finish', () => { p.recordResponse(log, keyId, 'GET', routeUrl, url, reply.status, performance.now() - start) })
+    if (body === undefined) {
+      res.writeHead(reply.status, reply.headers)
       res.end()
     } else {
-      headers['content-length'] = String(rep.body.byteLength)
-      res.writeHead(200, headers)
-      res.end(rep.body)
+      reply.headers['content-length'] = String(body.byteLength)
+      res.writeHead(reply.status, reply.headers)
+      res.end(body)
     }
     return true
   }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { ApiKeyVerifier } from '../services/api-keys.js'
+import type { ReplySink } from '../reply-sink.js'
 import { hasBody } from './before-body.js'
 import type { Store } from '../store/store.js'
 import type { RateLimits } from './rate-limit.js'
@@ -14,8 +15,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The authentication policy, as an onRequest hook for the scope of the protected routes. */
     authenticate: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void
-    /** The policy's cached answers, for the fast lane (fast-lane.ts). */
-    cachedKeys: CachedKeys
+    /** The policy's verdict where it needs no wait and no answer of its own: its hook's first step, and the fast lane's. */
+    admission: Admission
   }
 }
 
@@ -28,15 +29,37 @@ function bearerToken (header: string | undefined): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header)?.[1]
 }
 
+/** Authenticated responses are private and never stored unless a route sets an ETag (then revalidated). */
+export const NO_STORE = 'no-store'
+
 /**
- * What the fast lane may know of a request's key without the policy: its id when the header is a
- * well-formed bearer key the verifier's cache trusts as valid now, with no side effect (anything
- * else: undefined, and the lane hands the request to the policy); and the record of its use, made
- * only when the lane answers. Same parsing and same cache as the policy, so the same verdict.
+ * The policy where it needs no wait and no answer of its own, as for nearly every request: a
+ * well-formed bearer key that the verifier's cache trusts as valid now, and limits that let it
+ * through at once (counted in memory, no address block in force, room left under the key's limit).
+ * The authentication hook takes this step first, the whole policy only when it does not admit; the
+ * fast lane (fast-lane.ts) answers only requests admitted here. A check of the key's right to the
+ * route (a scope) belongs in admit(), which both callers reach with the route in hand.
  */
-export interface CachedKeys {
-  idOf: (authorization: string | undefined, now: number) => number | undefined
-  used: (id: number, now: number) => void
+export interface Admission {
+  /** The key's id when the request is admitted at once; undefined: the whole policy decides. No side effect. */
+  admit: (authorization: string | undefined, now: number) => number | undefined
+  /** Admits it: the key's use recorded, the request counted against the key, and the policy's headers set on `reply`. */
+  enter: (keyId: number, now: number, reply: ReplySink) => void
+}
+
+function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
+  return {
+    admit: (authorization, now) => {
+      const token = bearerToken(authorization)
+      const id = token === undefined ? undefined : verifier.trusted(token, now)
+      return id !== undefined && limits.admitsAtOnce(id, now) ? id : undefined
+    },
+    enter: (keyId, now, reply) => {
+      verifier.used(keyId, now)
+      reply.header('cache-control', NO_STORE)
+      limits.countAtOnce(keyId, now, reply)
+    }
+  }
 }
 
 function invalidKey (): ApiError {
@@ -69,17 +92,6 @@ function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): numb
 }
 
 /**
- * The authentication policy: the one function that decides every request under /v1, known routes,
- * unknown paths and methods (404/405), and URLs the router cannot decode alike (see routeBadUrls in
- * errors.ts, which routes those through the same scope). In order:
- * 1. an address that used up its failed-authentication budget is refused with 429 at once, unless
- *    its key is one already known valid (from memory): it never reaches the store;
- * 2. the bearer key is parsed and verified (the verifier's cache, else one store lookup);
- * 3. a failure is counted against the address (429 once over its budget, else 401);
- * 4. a success sets `request.apiKeyId`, marks the response private, and is counted against the key
- *    (429 once over its limit).
- */
-/**
  * Counts a request against a rate limit, then calls `done` with `err` (or the 429 the count threw or
  * rejected with): at once when the count was made in memory, after it settles when it went to Redis.
  */
@@ -95,7 +107,19 @@ function whenCounted (count: () => void | Promise<void>, done: HookHandlerDoneFu
   else done(err)
 }
 
-function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
+/**
+ * The authentication policy: the one function that decides every request under /v1, known routes,
+ * unknown paths and methods (404/405), and URLs the router cannot decode alike (see routeBadUrls in
+ * errors.ts, which routes those through the same scope). A request the admission admits at once
+ * is through (its key counted, its headers set); any other meets, in order:
+ * 1. an address that used up its failed-authentication budget is refused with 429 at once, unless
+ *    its key is one already known valid (from memory): it never reaches the store;
+ * 2. the bearer key is parsed and verified (the verifier's cache, else one store lookup);
+ * 3. a failure is counted against the address (429 once over its budget, else 401);
+ * 4. a success sets `request.apiKeyId`, marks the response private, and is counted against the key
+ *    (429 once over its limit).
+ */
+function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atOnce: Admission): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
   const knownKey = (request: FastifyRequest): boolean => {
     const token = bearerToken(request.headers.authorization)
     return token !== undefined && verifier.knownValid(token)
@@ -103,8 +127,7 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (r
   // A success: the key's id on the request, the response private, the request counted against the key.
   const accepted = (request: FastifyRequest, reply: FastifyReply, id: number, done: HookHandlerDoneFunction): void => {
     request.apiKeyId = id
-    // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).
-    reply.header('cache-control', 'no-store')
+    reply.header('cache-control', NO_STORE)
     whenCounted(() => limits.countKeyUse(request, reply), done)
   }
   // A failure: only a refused key counts against the address. A store that cannot answer (503) says
@@ -120,6 +143,14 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (r
     // the bytes already received are parsed first, so a body whose framing is broken (a bad chunk)
     // is answered 400 by the parser's handler (client-errors.ts), not 401, 404 or 200 before it was seen.
     const done: HookHandlerDoneFunction = hasBody(request) ? (err?: Error) => { queueMicrotask(() => { next(err) }) } : next
+    const now = Date.now()
+    const admitted = atOnce.admit(request.headers.authorization, now)
+    if (admitted !== undefined) {
+      request.apiKeyId = admitted
+      atOnce.enter(admitted, now, reply)
+      done()
+      return
+    }
     let id: number | Promise<number>
     try {
       limits.refuseBlockedAddress(request, reply, knownKey)
@@ -141,15 +172,10 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier): (r
  */
 async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheTtlMs: number }): Promise<void> {
   const verifier = new ApiKeyVerifier(opts.store, opts.keyCacheTtlMs)
+  const atOnce = admission(app.rateLimits, verifier)
   app.decorateRequest('apiKeyId', 0)
-  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier))
-  app.decorate('cachedKeys', {
-    idOf: (authorization: string | undefined, now: number) => {
-      const token = bearerToken(authorization)
-      return token === undefined ? undefined : verifier.cachedId(token, now)
-    },
-    used: (id: number, now: number) => { verifier.used(id, now) }
-  } satisfies CachedKeys)
+  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce))
+  app.decorate('admission', atOnce)
   app.addHook('onClose', async () => { await verifier.close() })
 }
 

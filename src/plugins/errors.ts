@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
 import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreUnavailableError } from '../errors.js'
 import type { Store } from '../store/store.js'
+import { NOSNIFF } from './hardening.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -50,9 +51,12 @@ export function toApiError (err: FastifyError | Error): ApiError {
   return new ApiError('internal_error', 'an unexpected error occurred; it has been logged with the request id')
 }
 
+/** The media type of every JSON body the service sends. */
+export const JSON_TYPE = 'application/json; charset=utf-8'
+
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.headers !== undefined) reply.headers(error.headers)
-  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody() satisfies ErrorBody)
+  return reply.code(error.statusCode).type(JSON_TYPE).send(error.toBody() satisfies ErrorBody)
 }
 
 /** Every route, by method, to answer 405 with Allow instead of 404 when only the method is wrong. */
@@ -105,7 +109,7 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
     return
   }
   reply.header('x-request-id', request.id)
-  reply.header('x-content-type-options', 'nosniff')
+  reply.header('x-content-type-options', NOSNIFF)
   sendError(reply, toApiError(err))
 }
 

@@ -1,7 +1,11 @@
 import { hash } from 'node:crypto'
 import { Readable } from 'node:stream'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
+import type { ReplySink } from '../reply-sink.js'
+import type { Representation } from '../services/pet-reads.js'
+import { JSON_TYPE } from './errors.js'
 
 /** The entity tags of an If-Match / If-None-Match list (`*` stays `*`), each with or without W/. */
 function tags (header: string): string[] {
@@ -36,47 +40,33 @@ export function etagOf (body: string | Buffer): string {
   return `"${hash('sha1', body, 'base64url')}"`
 }
 
+/** A read's Cache-Control: the answer depends on the API key, and caches revalidate it by its ETag. */
+export const REVALIDATE = 'private, no-cache'
+
 /**
- * onSend hook for a 200 JSON representation: its strong ETag (the one the route set, computed once
- * with a cached representation; otherwise computed here), revalidation instead of no-store, and the
+ * The answer to a read of `rep`, for the route's handler and the fast lane alike: status and headers
+ * set on `reply`, the body to send returned (undefined for a 304, which has none). The ETag is the
+ * representation's own (computed once, when it was made), and caches must revalidate it. The
  * preconditions of RFC 9110 §13.2.2, in its order:
- * 1. `If-Match` that names no current tag → 412 `precondition_failed` (a client that holds an old
- *    representation learns it is stale instead of reading a newer one as if it were its own);
- * 2. `If-None-Match` that names the current tag → 304, with no body and no Content-Length
- *    (RFC 9110 §8.6: a 304 must not claim the length of a body it does not send).
+ * 1. `If-Match` that names no current tag → 412 `precondition_failed`, thrown (a client that holds
+ *    an old representation learns it is stale instead of reading a newer one as if it were its own);
+ * 2. `If-None-Match` that names the current tag → 304, without Content-Type or body.
  * `If-Modified-Since` and `If-Unmodified-Since` are ignored: no response carries Last-Modified
  * (RFC 9110 §13.1.3–13.1.4: a recipient ignores them then).
- * Callback-style: nothing here waits, and an async hook would cost a promise per response.
  */
-export function strongEtag (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
-  done(null, conditional(request, reply, payload))
-}
-
-/** What strongEtag sends: the payload, or the 412's body, or nothing (null, a 304). */
-function conditional (request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
-  if (reply.statusCode !== 200) return payload
-  let etag = reply.getHeader('etag')
-  if (typeof etag !== 'string') {
-    if (typeof payload !== 'string') return payload
-    etag = etagOf(payload)
-    reply.header('etag', etag)
+export function answerRead (headers: IncomingHttpHeaders, reply: ReplySink, rep: Representation): Buffer | undefined {
+  const im = headers['if-match']
+  if (im !== undefined && !ifMatchHolds(im, rep.etag)) {
+    throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this resource: it changed since it was read')
   }
-  const im = request.headers['if-match']
-  if (im !== undefined && !ifMatchHolds(im, etag)) {
-    const error = new ApiError('precondition_failed', 'If-Match names no current entity tag of this resource: it changed since it was read')
-    // The 200's own headers do not describe this answer: its tag, and listPets' next-page Link.
-    reply.removeHeader('etag')
-    const link = reply.getHeader('link')
-    if (typeof link === 'string' && link.endsWith('rel="next"')) reply.removeHeader('link')
-    reply.code(error.statusCode).header('cache-control', 'no-store').type('application/json; charset=utf-8')
-    return JSON.stringify(error.toBody())
-  }
-  reply.header('cache-control', 'private, no-cache')
-  const inm = request.headers['if-none-match']
-  if (inm !== undefined && ifNoneMatchHits(inm, etag)) {
+  reply.header('etag', rep.etag)
+  if (rep.link !== undefined) reply.header('link', rep.link)
+  reply.header('cache-control', REVALIDATE)
+  const inm = headers['if-none-match']
+  if (inm !== undefined && ifNoneMatchHits(inm, rep.etag)) {
     reply.code(304)
-    reply.removeHeader('content-type')
-    return headNoBody(request) ?? null
+    return undefined
   }
-  return payload
+  reply.header('content-type', JSON_TYPE)
+  return rep.body
 }

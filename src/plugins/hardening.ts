@@ -11,6 +11,9 @@ import { repeatedSingleton } from './repeated-headers.js'
  * `requireHostHeader` in app.ts) or with a repeated Host, Authorization or Content-Type (see
  * repeated-headers.ts), and CONNECT routed like any other method instead of a dropped connection.
  */
+/** Browsers take a response's Content-Type as it is, never guessing another from the body. */
+export const NOSNIFF = 'nosniff'
+
 /** What is wrong at the edge of a request (a missing or repeated singleton header), or undefined; the fast lane asks it too. */
 export function edgeProblem (req: IncomingMessage): string | undefined {
   if (req.headers.host === undefined && req.httpVersion === '1.1') return 'an HTTP/1.1 request needs a Host header'
@@ -20,7 +23,7 @@ export function edgeProblem (req: IncomingMessage): string | undefined {
 
 async function hardening (app: FastifyInstance): Promise<void> {
   app.checkOnArrival((request, reply) => {
-    reply.header('x-content-type-options', 'nosniff')
+    reply.header('x-content-type-options', NOSNIFF)
     const problem = edgeProblem(request.raw)
     if (problem !== undefined) {
       reply.header('connection', 'close')

@@ -10,10 +10,10 @@ declare module 'fastify' {
     metrics: Metrics
     /**
      * Records a finished request: counted in the metrics (by method, route template, status and
-     * latency in ms), and its access line written. `log` is the request's logger, or its id for a
-     * request the fast lane answered (access-line.ts); `keyId` 0: no key; `url` as received.
+     * latency in ms), and its access line written through the request's logger; `keyId` 0: no key;
+     * `url` as received. The fast lane records the requests it answers here too.
      */
-    recordResponse: (log: FastifyBaseLogger | string, keyId: number, method: string, route: string | undefined, url: string, status: number, ms: number) => void
+    recordResponse: (log: FastifyBaseLogger, keyId: number, method: string, route: string | undefined, url: string, status: number, ms: number) => void
   }
 }
 
@@ -27,7 +27,7 @@ async function observability (app: FastifyInstance, opts: { metrics: Metrics }):
   app.decorate('metrics', metrics)
   const access = accessLogger(app.log)
   // The one place both Fastify's requests and the fast lane's are recorded: same counts, same line.
-  const record = (log: FastifyBaseLogger | string, keyId: number, method: string, route: string | undefined, url: string, status: number, ms: number): void => {
+  const record = (log: FastifyBaseLogger, keyId: number, method: string, route: string | undefined, url: string, status: number, ms: number): void => {
     metrics.observe(method, route, status, ms)
     access(log, { keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(url), status, ms: Math.round(ms * 100) / 100 })
   }

@@ -6,6 +6,7 @@ import { docsPageOptions } from '../docs/page.js'
 import { describeUnroutedRequests } from '../schemas/unrouted.js'
 import { documentRoute, redirectDocsIndex } from './document-routes.js'
 import { headNoBody } from './etag.js'
+import { JSON_TYPE } from './errors.js'
 
 type Json = Record<string, unknown>
 
@@ -210,7 +211,7 @@ const NOT_FORWARDED = new Set(['content-length', 'transfer-encoding', 'connectio
 
 /** GET /openapi.json, /openapi.yaml and the /docs page: public, and served from installed files only. */
 export async function docsRoutes (app: FastifyInstance): Promise<void> {
-  documentRoute(app, '/openapi.json', 'application/json; charset=utf-8', async () => (await app.docsApp()).document('json'))
+  documentRoute(app, '/openapi.json', JSON_TYPE, async () => (await app.docsApp()).document('json'))
   documentRoute(app, '/openapi.yaml', 'application/yaml; charset=utf-8', async () => (await app.docsApp()).document('yaml'))
   app.addHook('onRequest', redirectDocsIndex('/docs'))
   for (const url of DOCS_PAGE_ROUTES) {

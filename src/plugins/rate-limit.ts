@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Metrics } from './metrics.js'
+import type { ReplySink } from '../reply-sink.js'
 import { MemoryWindows, type WindowCount } from './rate-windows.js'
 
 /** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
@@ -36,7 +37,7 @@ export class RateLimits {
 
   private keyLimit: Count | undefined
   private addressLimit: Count | undefined
-  /** The per-key windows when counted in memory (the fast lane counts only there); undefined with Redis or no limit. */
+  /** The per-key windows when counted in memory; undefined with Redis or no limit. */
   private keyWindows: MemoryWindows | undefined
   /** Whether every count is made in memory (or not at all): false with Redis. */
   private inMemory = true
@@ -134,29 +135,24 @@ export class RateLimits {
   }
 
   /**
-   * For the fast lane (fast-lane.ts), before it decides to answer: whether it can apply these limits
-   * to a request with this valid key exactly as the policy would, with no side effect. Only when
-   * they are counted in memory (Redis counts are asynchronous), no address block is in force (the
-   * policy's first step, which the lane leaves to it while any address is blocked: which address a
-   * request is from depends on TRUST_PROXY, Fastify's to work out), and this request would not be
-   * over the key's limit (the 429 is the policy's to answer, counted once, there). Blocks that have
-   * all ended do not count: the policy would only forget them (countFast does).
+   * Whether a request with this valid key gets through these limits at once, decided with no side
+   * effect: the limits are counted in memory (a Redis count is asynchronous), no address block is in
+   * force (refuseBlockedAddress decides those, by the request's address), and this request would not
+   * be over the key's limit (countKeyUse answers the 429). Blocks that have all ended do not count:
+   * countAtOnce forgets them.
    */
-  fastCountable (keyId: number, now: number): boolean {
+  admitsAtOnce (keyId: number, now: number): boolean {
     if (!this.inMemory || (this.blocked.size > 0 && now < this.blockedUntil)) return false
     return this.keyWindows === undefined || !verdict(this.keyMax, this.keyWindows.peek(keyWindow(keyId), now)).exceeded
   }
 
-  /**
-   * For the fast lane, once it answers: counts the request against its key (as countKeyUse does)
-   * and sets the same two headers, in the same order, on `headers`.
-   */
-  countFast (keyId: number, now: number, headers: Record<string, string>): void {
+  /** For a request admitsAtOnce let through: counts it against its key and sets the headers countKeyUse sets. */
+  countAtOnce (keyId: number, now: number, reply: ReplySink): void {
     // Every block has ended: forget them all, as refuseBlockedAddress forgets each when its address comes back.
     if (this.blocked.size > 0) this.blocked.clear()
     if (this.keyWindows === undefined) return
-    headers['ratelimit-policy'] = this.keyPolicy
-    headers.ratelimit = keyRemaining(verdict(this.keyMax, this.keyWindows.hit(keyWindow(keyId), now)))
+    reply.header('ratelimit-policy', this.keyPolicy)
+    reply.header('ratelimit', keyRemaining(verdict(this.keyMax, this.keyWindows.hit(keyWindow(keyId), now))))
   }
 
   /** Redis unreachable for a count: the request is let through (availability over strictness), and that is said. */

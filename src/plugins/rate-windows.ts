@@ -37,7 +37,7 @@ export class MemoryWindows {
     return { current: w.current, ttl: this.windowMs - (now - w.start) }
   }
 
-  /** What hit(key, now) would count, without counting it (the fast lane decides before it commits). */
+  /** What hit(key, now) would count, without counting it (a limit is checked before anything is counted). */
   peek (key: string, now: number): WindowCount {
     const w = this.windows.get(key)
     if (w === undefined || w.start + this.windowMs <= now) return { current: 1, ttl: this.windowMs }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { ApiError } from '../errors.js'
+import { JSON_TYPE } from '../plugins/errors.js'
 import { errorResponses, jsonResponse } from '../schemas/responses.js'
 import type { Store } from '../store/store.js'
 
@@ -8,7 +9,6 @@ const HealthSchema = Type.Object({ status: Type.Literal('ok', { description: 'Al
 // The one body both send, as bytes: no serializer is compiled (or loaded) for it, so a start's first
 // requests (/healthz, then /readyz) need none (docs/performance.md, "Start-up").
 const OK = JSON.stringify({ status: 'ok' } satisfies Static<typeof HealthSchema>)
-const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** Liveness and readiness, outside /v1 and without authentication. */
 export default async function healthRoutes (app: FastifyInstance, opts: { store: Store }): Promise<void> {

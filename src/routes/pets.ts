@@ -1,17 +1,20 @@
 import { createHash } from 'node:crypto'
+import { Readable } from 'node:stream'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import { etagOf, strongEtag } from '../plugins/etag.js'
+import type { CachedRead } from '../fast-lane.js'
+import { answerRead, etagOf } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
+import type { ReplySink } from '../reply-sink.js'
 import {
   ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
-  PetSchema, PetsSchema, type NewPet, type Pet, type PetStatus
+  PetSchema, PetsSchema, type ListPetsQuery, type NewPet, type Pet
 } from '../schemas/pets.js'
 import { Ref } from '../schemas/common.js'
 import { errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
-import type { PetReads, Representation } from '../services/pet-reads.js'
+import type { PageQuery, PetReads, Representation } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 
 // Reads carry a strong ETag and revalidate (see plugins/etag.ts).
@@ -31,23 +34,6 @@ export interface PetRoutesOptions {
   metrics: Metrics
   /** How long an Idempotency-Key is remembered (at least 24 h). */
   idempotencyTtlMs: number
-  /** Given (FAST_READS=on): these routes' cached reads are also answered there (fast-lane.ts). */
-  lane?: { serveReads: (reads: PetReadsLane) => void }
-}
-
-/**
- * What the fast lane (fast-lane.ts) needs to answer a cached getPet or listPets as these routes
- * would, from the same values as their handlers and hooks below. The lookups have no side effect;
- * the lane calls send* only once it answers, and they count what the routes count and set, in the
- * routes' order, the headers the routes set after the rate-limit ones (a 304 has no Content-Type).
- */
-export interface PetReadsLane {
-  /** getPet: the cached representation; undefined when Fastify must answer (not cached; past the sunset: 410). */
-  pet: (id: bigint) => Representation | undefined
-  /** listPets: the cached page for these validated values; undefined when Fastify must answer (not cached; a cursor refused: 400). */
-  page: (limit: number, status: PetStatus | undefined, cursor: string | undefined) => Representation | undefined
-  sendPet: (rep: Representation, keyId: number, headers: Record<string, string>, notModified: boolean) => void
-  sendPage: (rep: Representation, headers: Record<string, string>, notModified: boolean) => void
 }
 
 /** The key itself: the header value without the structured-field quotes (the schema checked it). */
@@ -66,14 +52,13 @@ function represent (reply: FastifyReply, payload: Pet | Pet[], link?: string): R
   return { body, etag: etagOf(body), link }
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-
-/** Sends a representation as it is: no serialization, no hashing (strongEtag sees the ETag already set). */
-function send (reply: FastifyReply, rep: Representation): Buffer {
-  reply.header('etag', rep.etag)
-  if (rep.link !== undefined) reply.header('link', rep.link)
-  reply.header('content-type', JSON_TYPE)
-  return rep.body
+/**
+ * Sends a read's answer (etag.ts, answerRead): the representation as it is, with no serialization
+ * and no hashing, or a 304 without a body (an empty stream for every method: Fastify's own HEAD
+ * hook needs one, and a GET's 304 then has no Content-Length either).
+ */
+function send (request: FastifyRequest, reply: FastifyReply, rep: Representation): Buffer | Readable {
+  return answerRead(request.headers, reply, rep) ?? Readable.from([])
 }
 
 /** The three operations of the Petstore v1 interface. Authentication is installed by the /v1 scope. */
@@ -84,9 +69,18 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   // against the schema the route declares.
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
-  /** Where a page starts: null for the first, the cursor's last id, or undefined for a cursor refused. */
-  const afterIdOf = (cursor: string | undefined, status: PetStatus | undefined): bigint | null | undefined =>
-    cursor === undefined ? null : cursors.decode(cursor, status)
+  /** The page a listPets query reads; undefined for a cursor this service did not issue for this filter. */
+  const pageOf = (q: ListPetsQuery): PageQuery | undefined => {
+    const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
+    return afterId === undefined ? undefined : { afterId, limit: q.limit, status: q.status }
+  }
+  const listPets: CachedRead<unknown, ListPetsQuery> = {
+    lookup: (_params, query) => {
+      const page = pageOf(query)
+      return page === undefined ? undefined : reads.cachedPage(page)
+    },
+    answer: (headers, _keyId, reply, rep) => answerRead(headers, reply, rep)
+  }
 
   app.get('/pets', {
     schema: {
@@ -105,18 +99,18 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
         ...errorResponses(['invalid_parameter', 'unauthorized', 'precondition_failed', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     },
-    onSend: strongEtag
+    config: { cachedRead: listPets }
   }, (request, reply) => {
     const q = request.query
-    const afterId = afterIdOf(q.cursor, q.status)
-    if (afterId === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
-    const rep = reads.page({ afterId, limit: q.limit, status: q.status }, (pets, last) => {
+    const page = pageOf(q)
+    if (page === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
+    const rep = reads.page(page, (pets, last) => {
       if (last === undefined) return represent(reply, pets)
       const status = q.status === undefined ? '' : `&status=${q.status}`
       return represent(reply, pets, `</v1/pets?limit=${q.limit}${status}&cursor=${cursors.encode(last.id, q.status)}>; rel="next"`)
     })
     // Not async: a cached page (nearly every read) is sent without a promise or a microtask.
-    return rep instanceof Promise ? rep.then(r => send(reply, r)) : send(reply, rep)
+    return rep instanceof Promise ? rep.then(r => send(request, reply, r)) : send(request, reply, rep)
   })
 
   app.post('/pets', {
@@ -171,6 +165,22 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const sunset = opts.getPetSunsetAt.toUTCString()
   const pastSunset = (): boolean => opts.now() >= opts.getPetSunsetAt.getTime()
   metrics.watchGetPetSunset(opts.getPetSunsetAt)
+  /** On every response of getPet, errors included. */
+  const deprecated = (reply: ReplySink): void => {
+    reply.header('deprecation', deprecation)
+    reply.header('sunset', sunset)
+    reply.header('link', SUCCESSOR)
+  }
+  // The route's hooks below, in their order, for a getPet the fast lane answers.
+  const getPet: CachedRead<{ petId: bigint }> = {
+    lookup: ({ petId }) => pastSunset() ? undefined : reads.cachedPet(petId),
+    answer: (headers, keyId, reply, rep) => {
+      metrics.countGetPetCall(keyId)
+      const body = answerRead(headers, reply, rep)
+      deprecated(reply)
+      return body
+    }
+  }
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet',
@@ -188,14 +198,13 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
         ...errorResponses(['invalid_parameter', 'unauthorized', 'not_found', 'gone', 'precondition_failed', 'rate_limited', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
       }
     },
+    config: { cachedRead: getPet },
     // Runs for every response of this operation, errors (401 included) too.
     // Both hooks callback-style: an async hook costs a promise per request.
-    onSend: [(_request, reply, payload, done) => {
-      reply.header('deprecation', deprecation)
-      reply.header('sunset', sunset)
-      reply.header('link', SUCCESSOR)
+    onSend: (_request, reply, payload, done) => {
+      deprecated(reply)
       done(null, payload)
-    }, strongEtag],
+    },
     onRequest: (request, _reply, done) => {
       // After authentication (scope hook): who still calls the deprecated operation, 410s included.
       metrics.countGetPetCall(request.apiKeyId)
@@ -209,35 +218,10 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     const { petId } = request.params
     const rep = reads.pet(petId, (pet) => represent(reply, pet))
     // Not async: a cached pet (nearly every read) is sent without a promise or a microtask.
-    if (!(rep instanceof Promise)) return send(reply, rep)
+    if (!(rep instanceof Promise)) return send(request, reply, rep)
     return rep.then(found => {
       if (found === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
-      return send(reply, found)
+      return send(request, reply, found)
     })
-  })
-
-  opts.lane?.serveReads({
-    pet: (id) => pastSunset() ? undefined : reads.cachedPet(id),
-    page: (limit, status, cursor) => {
-      const afterId = afterIdOf(cursor, status)
-      return afterId === undefined ? undefined : reads.cachedPage({ afterId, limit, status })
-    },
-    // The same headers as the getPet route: send(), then its onSend hooks (deprecation, strongEtag).
-    sendPet: (rep, keyId, headers, notModified) => {
-      metrics.countGetPetCall(keyId)
-      reads.countHit('pet')
-      headers.etag = rep.etag
-      if (!notModified) headers['content-type'] = JSON_TYPE
-      headers.deprecation = deprecation
-      headers.sunset = sunset
-      headers.link = SUCCESSOR
-    },
-    // The same headers as the listPets route: send(), then strongEtag.
-    sendPage: (rep, headers, notModified) => {
-      reads.countHit('page')
-      headers.etag = rep.etag
-      if (rep.link !== undefined) headers.link = rep.link
-      if (!notModified) headers['content-type'] = JSON_TYPE
-    }
   })
 }

@@ -6,15 +6,13 @@ import { CursorCodec } from '../services/cursor.js'
 import { PetReads } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
-import petRoutes, { type PetRoutesOptions } from './pets.js'
+import petRoutes from './pets.js'
 
 export interface V1Options {
   config: Readonly<Config>
   store: Store
   /** The clock (ms since epoch), injectable so tests can cross the getPet sunset. */
   now: () => number
-  /** The fast lane, when on: the pet routes give it their cached reads. */
-  lane?: PetRoutesOptions['lane']
 }
 
 /**
@@ -36,8 +34,7 @@ export default async function v1Routes (app: FastifyInstance, opts: V1Options): 
     getPetSunsetAt: config.getPetSunsetAt,
     now,
     metrics: app.metrics,
-    idempotencyTtlMs: config.idempotencyTtlMs,
-    lane: opts.lane
+    idempotencyTtlMs: config.idempotencyTtlMs
   })
   await app.register(idempotencyPurge, { store, ttlMs: config.idempotencyTtlMs, now })
   await app.register(orderRoutes)

@@ -99,6 +99,14 @@ export class ApiKeyVerifier {
   }
 
   /**
+   * The key's id when the cache trusts it as valid now, with no side effect (undefined: invalid,
+   * revoked, not cached or expired; check() then decides, and used() records a use).
+   */
+  trusted (key: string, now: number): number | undefined {
+    return this.fresh(key, now)?.id
+  }
+
+  /**
    * The cached answer for this key while it is trusted. Keyed by the key as sent, so a hit costs one
    * Map lookup and no hashing; the key is only held in this process's memory (the store keeps
    * hashes), and an entry is trusted for at most ttlMs.
@@ -106,15 +114,6 @@ export class ApiKeyVerifier {
   private fresh (key: string, now: number): CacheEntry | undefined {
     const hit = this.cache.get(key)
     return hit !== undefined && hit.expires > now ? hit : undefined
-  }
-
-  /**
-   * For the fast lane (fast-lane.ts): the key's id when the cache trusts it as valid now, answered
-   * with no side effect (undefined: invalid, revoked, not cached or expired; check() then decides).
-   * The lane records the use (used()) only when it answers the request.
-   */
-  cachedId (key: string, now: number): number | undefined {
-    return this.fresh(key, now)?.id
   }
 
   /** Records a use of the key at `now` (flushed to the store as its last use). */

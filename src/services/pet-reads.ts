@@ -71,23 +71,33 @@ export class PetReads {
     metrics.watchReadCache(() => ({ entries: this.cache?.size ?? 0, bytes: this.cache?.calculatedSize ?? 0 }))
   }
 
+  /** getPet from the cache: the pet's representation (the hit counted), or undefined with nothing counted. */
+  cachedPet (id: bigint): Representation | undefined {
+    const hit = this.cache?.get(petKey(id))
+    if (hit !== undefined) this.counters.pet.hits.inc()
+    return hit
+  }
+
+  /** listPets from the cache: the page's representation (the hit counted), or undefined with nothing counted. */
+  cachedPage (q: PageQuery): Representation | undefined {
+    const hit = this.cache?.get(pageKey(q))
+    if (hit !== undefined) this.counters.page.hits.inc()
+    return hit
+  }
+
   /**
    * getPet: the pet's representation (made by `render` on a miss), or undefined when no pet has this
    * id. A hit is answered synchronously (no promise, no microtask: most reads are hits); a miss is a
    * Promise of the store's answer.
    */
   pet (id: bigint, render: (pet: Pet) => Representation): Representation | Promise<Representation | undefined> {
-    const key = petKey(id)
-    const hit = this.cache?.get(key)
-    if (hit !== undefined) {
-      this.counters.pet.hits.inc()
-      return hit
-    }
+    const hit = this.cachedPet(id)
+    if (hit !== undefined) return hit
     this.counters.pet.misses.inc()
     return this.store.getPet(id).then(pet => {
       if (pet === undefined) return undefined
       const rep = render(pet)
-      this.cache?.set(key, rep)
+      this.cache?.set(petKey(id), rep)
       return rep
     })
   }
@@ -97,37 +107,15 @@ export class PetReads {
    * gets the page's pets and, when more follow, the last of them (the next page starts after it).
    */
   page (q: PageQuery, render: (pets: Pet[], last: Pet | undefined) => Representation): Representation | Promise<Representation> {
-    const key = pageKey(q)
-    const hit = this.cache?.get(key)
-    if (hit !== undefined) {
-      this.counters.page.hits.inc()
-      return hit
-    }
+    const hit = this.cachedPage(q)
+    if (hit !== undefined) return hit
     this.counters.page.misses.inc()
     return this.store.listPets({ afterId: q.afterId, limit: q.limit + 1, status: q.status }).then(pets => {
       if (pets.length <= q.limit) return render(pets, undefined)
       pets.length = q.limit
       const rep = render(pets, pets[q.limit - 1])
-      this.cache?.set(key, rep)
+      this.cache?.set(pageKey(q), rep)
       return rep
     })
-  }
-
-  /**
-   * For the fast lane (fast-lane.ts), which must not count a lookup it then hands to Fastify: the
-   * cached representation of getPet (kind 'pet') or listPets (kind 'page'), or undefined, counted
-   * as nothing. The lane counts the hit (countHit) only when it answers; a miss goes to Fastify,
-   * whose pet()/page() count it as always.
-   */
-  cachedPet (id: bigint): Representation | undefined {
-    return this.cache?.get(petKey(id))
-  }
-
-  cachedPage (q: PageQuery): Representation | undefined {
-    return this.cache?.get(pageKey(q))
-  }
-
-  countHit (kind: 'pet' | 'page'): void {
-    this.counters[kind].hits.inc()
   }
 }

@@ -10,8 +10,7 @@ import { metricsUrlOf, startServer } from '../helpers/process.js'
 // An address blocked for failed authentication turns the fast lane off for every client (which
 // address a request is from is Fastify's to work out, with TRUST_PROXY), but only while the block
 // is in force: once it has ended, cached reads are answered by the lane again, whether or not the
-// blocked address ever comes back (src/plugins/rate-limit.ts, fastCountable). Before, the lane
-// stayed off until that address sent another request.
+// blocked address ever comes back (src/plugins/rate-limit.ts, admitsAtOnce).
 describe('the fast lane and address blocks', () => {
   it('answers again once every address block has ended, though the blocked client never comes back', async (t) => {
     const db = join(tempDir(t), 'blocks.db')

@@ -13,16 +13,16 @@ import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { tempDir } from '../helpers/app.js'
 import { fcParams } from '../helpers/property.js'
-import { metricsUrlOf, type RunningServer, startServer } from '../helpers/process.js'
 import { onCleanup } from '../helpers/cleanup.js'
 
 /*
- * The fast lane (src/fast-lane.ts) must answer exactly as Fastify would. Two servers, one with the
- * lane (FAST_READS=on, the default) and one without, on copies of one database (same keys, pets and
- * cursor key), get the same requests one after the other; every answer must be the same, apart
- * from what differs between any two answers (Date, a generated request id, the seconds left in a
- * rate-limit window); then their access lines and metrics must be the same, and the lane must have
- * answered some of them (petstore_fast_lane_responses_total), or the comparison would prove nothing.
+ * The fast lane (src/fast-lane.ts) must answer exactly as Fastify would. Two apps, one with the lane
+ * (the default) and one without (AppOptions.fastLane false), on copies of one database (same keys,
+ * pets and cursor key), get the same requests one after the other over HTTP; every answer must be
+ * the same, apart from what differs between any two answers (Date, a generated request id, the
+ * seconds left in a rate-limit window); then their access lines and metrics must be the same, and
+ * the lane must have answered some of them (petstore_fast_lane_responses_total), or the comparison
+ * would prove nothing.
  */
 
 interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
@@ -59,7 +59,8 @@ function comparable (a: Answer): Answer {
   return { status: a.status, headers, body: a.status === 429 ? a.body.replace(/\d+ s\b/, '(s) s') : a.body }
 }
 
-interface Pair { lane: RunningServer, fastify: RunningServer, metricsUrl: { lane: string, fastify: string } }
+/** The two apps' base URLs, their metrics and the log lines they wrote. */
+interface Pair { lane: { url: string }, fastify: { url: string }, metrics: [Metrics, Metrics], logs: [string[], string[]] }
 
 /** The same request to both servers (the lane's first), the answers compared; the lane's answer is returned. */
 async function same (pair: Pair, method: string, path: string, headers: Headers = {}, body?: string): Promise<Answer> {
@@ -69,20 +70,17 @@ async function same (pair: Pair, method: string, path: string, headers: Headers 
   return a
 }
 
-/** The series both servers must agree on: every request, rate-limit, getPet and read-cache count (latency: only how many). */
-async function countedSeries (url: string): Promise<string[]> {
-  const text = await (await fetch(url)).text()
+/** The series both apps must agree on: every request, rate-limit, getPet and read-cache count (latency: only how many). */
+async function countedSeries (metrics: Metrics): Promise<string[]> {
+  const text = await metrics.registry.metrics()
   return text.split('\n').filter(l => /^petstore_(http_requests_total|http_request_duration_seconds_count|rate_limited_total|deprecated_getpet_calls_total|read_cache_(hits|misses)_total|overload_rejections_total|store_errors_total)/.test(l)).sort()
 }
 
-async function laneAnswers (url: string): Promise<number> {
-  const text = await (await fetch(url)).text()
-  return Number(/^petstore_fast_lane_responses_total (\d+)$/m.exec(text)?.[1] ?? NaN)
-}
+const laneAnswers = (pair: Pair): number => pair.metrics[0].fastLane.n
 
 /** The access lines a server wrote, without what differs between runs (time, pid, latency, a generated id). */
-function accessLines (stdout: string): unknown[] {
-  return stdout.split('\n').filter(l => l.includes('"msg":"request completed"')).map(l => {
+function accessLines (lines: string[]): unknown[] {
+  return lines.join('').split('\n').filter(l => l.includes('"msg":"request completed"')).map(l => {
     const { time, pid, ms, ...rest } = JSON.parse(l) as Record<string, unknown>
     assert.equal(typeof time, 'number')
     assert.equal(typeof pid, 'number')
@@ -130,14 +128,11 @@ async function revoke (db: string, id: number): Promise<void> {
 
 const LINK = /<([^>]+)>; rel="next"/
 
-describe('the fast lane answers as Fastify would (compiled server, over HTTP)', () => {
+describe('the fast lane answers as Fastify would (in process, over HTTP)', () => {
   it('gives the same status, headers, body, access line and metrics for reads, misses, 304s, bad queries, bad keys and limits', async (t) => {
     const s = await seed(t)
     const max = 150
-    const env = { METRICS_PORT: '0', RATE_LIMIT_MAX: String(max), RATE_LIMIT_ANON_MAX: '30', KEY_CACHE_TTL_MS: '1000' }
-    const lane = await startServer(t, { ...env, DATABASE_URL: `sqlite:${s.db}` })
-    const fastify = await startServer(t, { ...env, DATABASE_URL: `sqlite:${s.copy}`, FAST_READS: 'off' })
-    const pair: Pair = { lane, fastify, metricsUrl: { lane: await metricsUrlOf(lane), fastify: await metricsUrlOf(fastify) } }
+    const { pair } = await inProcessPair(t, s, Date.now, { RATE_LIMIT_MAX: String(max), RATE_LIMIT_ANON_MAX: '30', KEY_CACHE_TTL_MS: '1000' })
     const auth = { authorization: `Bearer ${s.keys.main}` }
 
     // Reads: a miss (the store), then hits (the lane's), getPet and pages (a full one is cached, the last is not).
@@ -175,31 +170,34 @@ describe('the fast lane answers as Fastify would (compiled server, over HTTP)', 
     await same(pair, 'GET', '/v1/pets/2', { ...auth, 'if-match': '"stale"' })
     await same(pair, 'GET', '/v1/pets', { ...auth, 'if-match': '"stale"' })
 
-    // Requests the lane must leave to Fastify (400, 404, 405, 417, a 200 it does not read itself...),
-    // under a key of their own, well within its limit. Each comes right after a control the lane
-    // answers (the key trusted by the key cache, the pet cached), and must not move the lane's count:
-    // else it could pass only because the lane was off for some other reason.
+    // Requests the lane must leave to Fastify (400, 404, 405, 417...), and spellings it must read as
+    // Fastify does (it routes and validates with Fastify's router and the route's schemas), under a
+    // key of their own, well within its limit. Each comes right after a control the lane answers (the
+    // key trusted by the key cache, the pet cached), and must move the lane's count by one or not at
+    // all: else it could pass only because the lane was off for some other reason.
     const ref = { authorization: `Bearer ${s.keys.refusals}` }
-    const leftToFastify = async (method: string, path: string, headers: Headers = ref, body?: string): Promise<void> => {
-      let n = await laneAnswers(pair.metricsUrl.lane)
+    const byLane = async (lane: boolean, method: string, path: string, headers: Headers = ref, body?: string): Promise<void> => {
+      let n = laneAnswers(pair)
       let answered = false
       for (let i = 0; i < 5 && !answered; i++) {
         await same(pair, 'GET', '/v1/pets/1', ref)
-        const m = await laneAnswers(pair.metricsUrl.lane)
+        const m = laneAnswers(pair)
         answered = m > n
         n = m
       }
       assert.ok(answered, 'the control before the request was the lane\'s')
       await same(pair, method, path, headers, body)
-      assert.equal(await laneAnswers(pair.metricsUrl.lane), n, `the lane left ${method} ${path} ${JSON.stringify(headers)} to Fastify`)
+      assert.equal(laneAnswers(pair), lane ? n + 1 : n, `the lane ${lane ? 'answered' : 'left to Fastify'} ${method} ${path} ${JSON.stringify(headers)}`)
     }
+    const leftToFastify = async (method: string, path: string, headers?: Headers, body?: string): Promise<void> => { await byLane(false, method, path, headers, body) }
     for (const path of [
-      '/v1/pets?limit=0', '/v1/pets?limit=101', '/v1/pets?limit=020', '/v1/pets?limit=20&limit=20', '/v1/pets?limit=%32%30',
-      '/v1/pets?limit=', '/v1/pets?limit', '/v1/pets?', '/v1/pets?limit=20&', '/v1/pets?foo=1', '/v1/pets?status=bogus',
+      '/v1/pets?limit=0', '/v1/pets?limit=101', '/v1/pets?limit=020', '/v1/pets?limit=20&limit=20',
+      '/v1/pets?limit=', '/v1/pets?limit', '/v1/pets?foo=1', '/v1/pets?status=bogus',
       '/v1/pets?status=sold&status=sold', '/v1/pets?cursor=AAAA', '/v1/pets?cursor=', '/v1/pets?cursor=a%2Bb', '/v1/pets?limit=+20',
-      '/v1/pets/', '/v1/pets/01', '/v1/pets/0', '/v1/pets/-1', '/v1/pets/%31', '/v1/pets/1?x=1', '/v1/pets/1.0',
-      '/v1/pets/99999999999999999999', '/v1/pets//1', '/v1//pets/1', '/V1/pets/1', '/v1/pets/1/', '/v1/pets/1;x', '/v1/pets/1#x'
+      '/v1/pets/', '/v1/pets/01', '/v1/pets/0', '/v1/pets/-1', '/v1/pets/1.0', '/v1/pets/%ZZ', '/v1/pets?limit=%ZZ',
+      '/v1/pets/99999999999999999999', '/v1/pets//1', '/v1//pets/1', '/V1/pets/1', '/v1/pets/1/', '/v1/pets/1;x'
     ]) await leftToFastify('GET', path)
+    for (const path of ['/v1/pets?limit=%32%30', '/v1/pets?', '/v1/pets?limit=20&', '/v1/pets/%31', '/v1/pets/1?x=1', '/v1/pets/1#x']) await byLane(true, 'GET', path)
     await leftToFastify('HEAD', '/v1/pets/1')
     await leftToFastify('HEAD', '/v1/pets')
     await leftToFastify('DELETE', '/v1/pets/1')
@@ -236,45 +234,49 @@ describe('the fast lane answers as Fastify would (compiled server, over HTTP)', 
     assert.deepEqual(statuses, [...Array(max).fill(200), 429, 429, 429, 429])
 
     // The lane answered some of these (or this comparison proved nothing); the server without it, none.
-    const laneCount = await laneAnswers(pair.metricsUrl.lane)
+    const laneCount = laneAnswers(pair)
     assert.ok(laneCount >= 20, `the lane answered ${laneCount} requests`)
-    assert.equal(await laneAnswers(pair.metricsUrl.fastify), 0)
+    assert.equal(pair.metrics[1].fastLane.n, 0)
     // Every other count the same: requests by route and status, latency counts, limits, getPet calls, cache hits and misses.
-    assert.deepEqual(await countedSeries(pair.metricsUrl.lane), await countedSeries(pair.metricsUrl.fastify))
+    assert.deepEqual(await countedSeries(pair.metrics[0]), await countedSeries(pair.metrics[1]))
 
     // Last: an address over its failed-authentication budget (the lane steps aside while any address is blocked).
     for (let i = 0; i < 32; i++) await same(pair, 'GET', '/v1/pets/1', { authorization: `Bearer psk_${'B'.repeat(43)}` })
     await same(pair, 'GET', '/v1/pets/1', auth)
     await same(pair, 'GET', '/v1/pets/1', { authorization: 'Bearer nope' })
 
-    // The same access lines, in the same order (written once the servers have ended).
-    for (const server of [lane, fastify]) {
-      server.child.kill('SIGTERM')
-      await server.exited
-    }
-    const lines = accessLines(lane.stdout())
+    // The same access lines, in the same order.
+    const lines = accessLines(pair.logs[0])
     assert.ok(lines.length > 150, `${lines.length} access lines`)
-    assert.deepEqual(lines, accessLines(fastify.stdout()))
+    assert.deepEqual(lines, accessLines(pair.logs[1]))
   })
 })
 
-/** The app with the lane and the app without it, in this process on the two databases, listening on loopback. */
+/**
+ * The app with the lane and the app without it, in this process on the two databases, listening on
+ * loopback, each logging at info into an array of its own.
+ */
 async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now: () => number, env: Record<string, string> = {}, pressureSampleIntervalMs?: number): Promise<{ pair: Pair, metrics: [Metrics, Metrics], apps: [FastifyInstance, FastifyInstance] }> {
   const apps: FastifyInstance[] = []
   const metrics: Metrics[] = []
-  for (const [db, fast] of [[s.db, 'on'], [s.copy, 'off']] as const) {
-    const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, FAST_READS: fast, GETPET_SUNSET_AT: '2030-01-01T00:00:00Z', EVENT_LOOP_MAX_DELAY_MS: '0', ...env })
+  const logs: string[][] = []
+  for (const [db, fastLane] of [[s.db, true], [s.copy, false]] as const) {
+    const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, GETPET_SUNSET_AT: '2030-01-01T00:00:00Z', EVENT_LOOP_MAX_DELAY_MS: '0', ...env })
     const store = await openStore(config)
     onCleanup(t, () => store.close())
     const m = new Metrics(store)
-    const app = await buildApp({ config, store, now, metrics: m, pressureSampleIntervalMs })
+    const lines: string[] = []
+    const logger = { level: 'info', stream: { write: (line: string) => { lines.push(line) } } }
+    const app = await buildApp({ config, store, now, metrics: m, pressureSampleIntervalMs, fastLane, logger })
     onCleanup(t, () => app.close())
     await app.listen({ host: '127.0.0.1', port: 0 })
     apps.push(app)
     metrics.push(m)
+    logs.push(lines)
   }
   const [lane, fastify] = apps.map(app => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`) as [string, string]
-  return { pair: { lane: { url: lane }, fastify: { url: fastify } } as unknown as Pair, metrics: metrics as [Metrics, Metrics], apps: apps as [FastifyInstance, FastifyInstance] }
+  const pair: Pair = { lane: { url: lane }, fastify: { url: fastify }, metrics: metrics as [Metrics, Metrics], logs: logs as [string[], string[]] }
+  return { pair, metrics: pair.metrics, apps: apps as [FastifyInstance, FastifyInstance] }
 }
 
 describe('the fast lane while draining and while shedding load (in process, over HTTP)', () => {
