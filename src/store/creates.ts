@@ -1,12 +1,10 @@
 /*
  * Creating pets, once for both stores: the batch (group commit), the Idempotency-Key decision and
- * the result handed back. A store supplies only its statements (CreateStatements) and the
- * transaction they run in, which must keep every other pet insert out until it commits (SQLite: the
- * one writer, BEGIN IMMEDIATE; PostgreSQL: the pet insert lock), so a key looked up there cannot be
- * claimed by anyone else before this batch commits.
- *
- * The algorithm is a generator of statements, so the same code drives SQLite's synchronous
- * transaction (better-sqlite3 refuses an async function there) and PostgreSQL's asynchronous one.
+ * the result handed back. A store runs each batch in a transaction that keeps every other pet
+ * insert out until it commits (SQLite: the one writer, BEGIN IMMEDIATE; PostgreSQL: the pet insert
+ * lock), so a key looked up there cannot be claimed by anyone else before this batch commits. Inside
+ * it the store looks up the batch's keys (idempotencyKeys), asks planCreates what to write, writes
+ * it (drop, then insert the pets in order, then record), and answers createOutcomes.
  */
 import type { NewPet, Pet } from '../schemas/pets.js'
 import { GroupCommit } from './group-commit.js'
@@ -19,70 +17,73 @@ export interface CreateItem { pet: NewPet, idem?: IdempotencyKey }
 /** Per item: the new pet's id; the earlier pet when the key replays; null when the key was used with another body. */
 export type CreateOutcome = bigint | Pet | null
 
-/** One store's statements for a batch of creates, run inside the batch's transaction. */
-export interface CreateStatements {
-  /** The record of this key (live or expired) with its pet, if any. */
-  findKey: (idem: IdempotencyKey) => IdemRecord | undefined
-  /** Removes this key's (expired) record. */
-  dropKey: (idem: IdempotencyKey) => void
-  /** Inserts one pet; its id. */
-  insertPet: (pet: NewPet) => bigint
-  /** Records that this key created pet `petId`, at `idem.now`. */
-  recordKey: (idem: IdempotencyKey, petId: bigint) => void
+/** How an item is answered: created (or replayed) from the pet at this index of CreatePlan.pets, an earlier pet, or null (mismatch). */
+type Answer = { created: number } | { replayed: number } | Pet | null
+
+/** What a batch writes, in this order, and how each item is answered. */
+export interface CreatePlan {
+  /** Expired records to remove (their keys are recorded again). */
+  readonly drop: IdempotencyKey[]
+  /** The pets to insert, in the batch's order (their ids are drawn ascending in this order). */
+  readonly pets: NewPet[]
+  /** The records to write: each key with the index in `pets` of the pet it created. */
+  readonly record: Array<{ idem: IdempotencyKey, pet: number }>
+  readonly answers: Answer[]
 }
 
-/** The same statements over an asynchronous driver. */
-export type AsyncCreateStatements = { [K in keyof CreateStatements]: (...args: Parameters<CreateStatements[K]>) => Promise<ReturnType<CreateStatements[K]>> }
+/** A key's name in the map of records found (planCreates): its API key and its value. */
+export const keyOf = (idem: { apiKeyId: number, key: string }): string => `${idem.apiKeyId}:${idem.key}`
 
-type Step = { [K in keyof CreateStatements]: { op: K, args: Parameters<CreateStatements[K]> } }[keyof CreateStatements]
-type Steps<T> = Generator<Step, T, unknown>
-
-function * ask<K extends keyof CreateStatements> (op: K, ...args: Parameters<CreateStatements[K]>): Steps<ReturnType<CreateStatements[K]>> {
-  return (yield { op, args } as Step) as ReturnType<CreateStatements[K]>
+/** The distinct keys of a batch, which the store looks up before planCreates. */
+export function idempotencyKeys (items: CreateItem[]): IdempotencyKey[] {
+  const keys = new Map<string, IdempotencyKey>()
+  for (const { idem } of items) if (idem !== undefined) keys.set(keyOf(idem), idem)
+  return [...keys.values()]
 }
 
 /**
- * The batch, item by item in order. A key whose record is live answers from it (the same body
- * replays the pet it created, another body is a mismatch) and writes nothing; an expired record
- * counts as absent and is replaced. Items without a key just insert. Because the statements see
- * the earlier items' writes, two items with one key in a batch behave like two requests in a row.
+ * The batch, item by item in order, given the records (live or expired) found for its keys (by keyOf). A key
+ * whose record is live answers from it (the same body replays the pet it created, another body is
+ * a mismatch) and writes nothing; an expired record counts as absent and is replaced. Items without
+ * a key just insert. An item sees the records of the items before it, so two items with one key in
+ * a batch behave like two requests in a row.
  */
-function * createBatch (items: CreateItem[]): Steps<CreateOutcome[]> {
-  const out: CreateOutcome[] = []
+export function planCreates (items: CreateItem[], found: ReadonlyMap<string, IdemRecord>): CreatePlan {
+  const plan: CreatePlan = { drop: [], pets: [], record: [], answers: [] }
+  const inBatch = new Map<string, { fingerprint: string, pet: number }>()
   for (const { pet, idem } of items) {
     if (idem === undefined) {
-      out.push(yield * ask('insertPet', pet))
+      plan.answers.push({ created: plan.pets.push(pet) - 1 })
       continue
     }
-    const found = yield * ask('findKey', idem)
-    if (found !== undefined && found.createdAt.getTime() >= idem.expiredBefore.getTime()) {
-      out.push(found.fingerprint === idem.fingerprint ? found.pet : null)
+    const k = keyOf(idem)
+    const earlier = inBatch.get(k)
+    if (earlier !== undefined) {
+      plan.answers.push(earlier.fingerprint === idem.fingerprint ? { replayed: earlier.pet } : null)
       continue
     }
-    if (found !== undefined) yield * ask('dropKey', idem)
-    const id = yield * ask('insertPet', pet)
-    yield * ask('recordKey', idem, id)
-    out.push(id)
+    const record = found.get(k)
+    if (record !== undefined && record.createdAt.getTime() >= idem.expiredBefore.getTime()) {
+      plan.answers.push(record.fingerprint === idem.fingerprint ? record.pet : null)
+      continue
+    }
+    if (record !== undefined) plan.drop.push(idem)
+    const i = plan.pets.push(pet) - 1
+    plan.record.push({ idem, pet: i })
+    inBatch.set(k, { fingerprint: idem.fingerprint, pet: i })
+    plan.answers.push({ created: i })
   }
-  return out
+  return plan
 }
 
-type Call = (...args: unknown[]) => unknown
-
-/** Runs a batch with synchronous statements (call it inside the store's transaction). */
-export function runCreateBatch (items: CreateItem[], stmts: CreateStatements): CreateOutcome[] {
-  const steps = createBatch(items)
-  let next = steps.next()
-  while (next.done !== true) next = steps.next((stmts[next.value.op] as Call)(...next.value.args))
-  return next.value
-}
-
-/** Runs a batch with asynchronous statements (await it inside the store's transaction). */
-export async function runCreateBatchAsync (items: CreateItem[], stmts: AsyncCreateStatements): Promise<CreateOutcome[]> {
-  const steps = createBatch(items)
-  let next = steps.next()
-  while (next.done !== true) next = steps.next(await (stmts[next.value.op] as Call)(...next.value.args))
-  return next.value
+/** Each item's outcome, once the plan's pets were inserted with these ids (in `pets` order). */
+export function createOutcomes (plan: CreatePlan, ids: bigint[]): CreateOutcome[] {
+  return plan.answers.map(a => {
+    if (a === null) return null
+    if ('created' in a) return ids[a.created]!
+    if ('replayed' in a) return storedPet(ids[a.replayed]!, plan.pets[a.replayed]!)
+    return a
+  })
 }
 
 /**

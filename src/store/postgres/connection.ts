@@ -58,8 +58,7 @@ function clientConfig (opts: PgConnectionOptions): pg.ClientConfig {
 }
 
 /**
- * The first message of every explicit transaction the service runs (a plain batch of creates is one
- * message that sets what it needs itself: insertPrologue in index.ts): the settings its promises rest on,
+ * The first message of every write transaction the service runs: the settings its promises rest on,
  * scoped to the transaction (SET LOCAL), so they hold whichever server connection a pooler picks
  * and leak to no other client. One simple-protocol message: no extra round trip when pipelined.
  * - synchronous_commit=on: a 201 means the commit's WAL is flushed, whatever the server default;
@@ -183,22 +182,6 @@ export class PgDatabase {
         this.stopNaming(err as { code?: string, message?: string })
         return await this.pool.query<R>({ text: s.text, values: s.values ?? [] })
       }
-    })
-  }
-
-  /**
-   * Several statements in one simple-protocol message, which the server runs in one implicit
-   * transaction and commits when the last one ends, before it answers: one round trip, and no
-   * client round trip inside the transaction. The server arms each statement's statement_timeout
-   * when that statement starts, so a setting made by one statement bounds the next (PostgreSQL
-   * applies statement_timeout to each statement of such a message; checked at start-up). The
-   * simple protocol takes no parameters: values are literals in the text (the caller writes them).
-   * Answers the last statement's result.
-   */
-  async script<R extends pg.QueryResultRow = pg.QueryResultRow> (text: string): Promise<pg.QueryResult<R>> {
-    return await guard(async () => {
-      const res = await this.pool.query<R>(text) as pg.QueryResult<R> | Array<pg.QueryResult<R>>
-      return Array.isArray(res) ? res[res.length - 1]! : res
     })
   }
 

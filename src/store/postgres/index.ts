@@ -1,9 +1,8 @@
 import type { NewPet, Pet } from '../../schemas/pets.js'
-import { type CreateItem, type CreateOutcome, PetCreates, runCreateBatchAsync } from '../creates.js'
-import { type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
+import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, PetCreates, planCreates } from '../creates.js'
+import { type IdemRecord, type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
 import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, PoolStats, Store } from '../store.js'
-import { StoreUnavailableError } from '../../errors.js'
-import { createMigrationClient, PgDatabase, type PgConnectionOptions } from './connection.js'
+import { createMigrationClient, PgDatabase, type PgConnectionOptions, type PgStatement } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
 
@@ -16,89 +15,44 @@ import { PgSettingError, startFailure } from './start-failure.js'
  */
 export const PET_INSERT_LOCK_KEY = 7_365_020_100_000_002n
 
+/** The settings of a pet insert (insertPets), $1 its lock_timeout; checkSettings reads them back through it. */
+const INSERT_SETTINGS = "SELECT set_config('synchronous_commit', 'on', true), set_config('lock_timeout', $1::text, true)"
+
 /**
- * The settings a pet insert's durability and bound rest on, set by the insert statement itself
- * (set_config(…, true): scoped to its transaction, so they hold whichever server connection a
- * pooler picks and leak to no other client), evaluated before the lock is asked for:
- * - synchronous_commit=on: the statement's commit (at its end: it runs in an implicit transaction of
- *   its own) flushes its WAL before the server answers, whatever the server or role default;
+ * Every pet insert: one statement, the same inside a batch's transaction (Idempotency-Keys) or in
+ * an implicit transaction of its own (a batch without, which then commits when the statement ends:
+ * one round trip). Its first CTE sets, for its transaction (set_config(…, true): so they hold
+ * whichever server connection a pooler picks and leak to no other client), before the lock is asked:
+ * - synchronous_commit=on: the commit flushes its WAL before the server answers, whatever the server
+ *   or role default;
  * - lock_timeout: a batch waiting longer than PG_STATEMENT_TIMEOUT_MS for the insert lock gives up
  *   (55P03, a 503), with nothing written. It is read when a wait begins, so it bounds this
- *   statement's own wait — which statement_timeout, armed when a statement starts, would not.
- * checkSettings reads them back through the same expression at start-up.
+ *   statement's own wait, which statement_timeout, armed when a statement starts, would not.
+ * Then the insert function of migration 3: it takes the insert lock in a CTE joined into the
+ * insert's source, sorted by the batch order; the sort consumes all its input, the lock included,
+ * before it emits a row, and the volatile id default is evaluated above it, so ids are drawn only
+ * under the lock, ascending in the batch's order. PL/pgSQL keeps the insert's plan per server
+ * connection, so it is planned once per connection whatever pooler is in between; the statement
+ * sent is a short call, named like the primary-key reads until a pooler shows (connection.ts).
  */
-export const INSERT_SETTINGS = "SELECT set_config('synchronous_commit', 'on', true) AS sc, set_config('lock_timeout', $1::text, true) AS lt"
-
-/*
- * The insert while statements are named (PG_PREPARED_STATEMENTS on, or auto before a pooler
- * showed: direct connections). One statement and one round trip per batch, in an implicit
- * transaction: the settings, then the lock in a CTE joined into the insert's source, then the
- * insert, then (at the end of the statement)
- * the commit — so the lock is held for no client round trip, and the answer comes once the commit is
- * durable. The ORDER BY makes the source a Sort, which consumes all its input (the lock included)
- * before emitting a row, and PostgreSQL evaluates the volatile id default after that sort, in `ord`
- * order. So ids are drawn only under the lock, ascending in the order of the batch. A statement the
- * server refuses (a pooler's missing named statement included) writes nothing, so it can be retried.
- * Measured against BEGIN; SET LOCAL ×3; INSERT; COMMIT pipelined (docs/performance.md, "What a
- * PostgreSQL create costs"): one statement instead of six for the server, one query for the client.
- */
-const INSERT_PETS = `
-  WITH s AS MATERIALIZED (${INSERT_SETTINGS.replace('$1', '$5')}),
-  l AS MATERIALIZED (SELECT pg_advisory_xact_lock($4::int8) FROM s)
-  INSERT INTO pets (name, category_id, status)
-  SELECT t.name, t.category_id, t.status
-  FROM l, unnest($1::bytea[], $2::int8[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
-  ORDER BY t.ord
-  RETURNING id`
-
-/**
- * The first statement of a pet insert's message (PgDatabase.script): the settings its durability
- * and bound rest on, set with set_config(…, true) — scoped to the message's implicit transaction, so
- * they hold whichever server connection a pooler picks and leak to no other client:
- * - synchronous_commit=on: the commit (when the message's last statement ends) flushes its WAL
- *   before the server answers, whatever the server or role default;
- * - statement_timeout: the insert (its wait for the insert lock included) is cut by the server past
- *   PG_STATEMENT_TIMEOUT_MS (57014, a 503) and rolls back, writing nothing. The server arms a
- *   statement's timer when the statement starts, so the setting bounds the statement after this one
- *   (checkSettings makes sure it does, through whatever pooler).
- * One SELECT rather than two SET LOCALs: measured cheaper for the server.
- */
-export function insertPrologue (statementTimeoutMs: number): string {
-  return `SELECT set_config('synchronous_commit', 'on', true), set_config('statement_timeout', '${Math.trunc(statementTimeoutMs)}', true)`
-}
-
-const STATUSES: ReadonlySet<string> = new Set(['available', 'pending', 'sold'])
-
-/** `\x` (bytea's hex input) inside a quoted array element (`\\x`) inside an E'' string (`\\\\x`). */
-const HEX_ELEMENT = '\\\\\\\\x'
-
-/**
- * The batch as the insert function's arguments, written as SQL literals (the simple protocol takes
- * no parameters; see insertPets). Each literal is built from a closed alphabet, checked here rather
- * than trusted from the caller: names as the hex of their UTF-8 bytes (an E'' string, so the
- * server's standard_conforming_strings does not matter), category ids as BigInt digits, statuses
- * from the three the schema allows. Hand-written because pg's escapeLiteral would quote what needs
- * no quoting, and nothing here can hold a quote.
- */
-function insertArguments (pets: NewPet[]): string {
-  let names = ''
-  let categoryIds = ''
-  let statuses = ''
-  for (const p of pets) {
-    if (typeof p.categoryId !== 'bigint') throw new TypeError('categoryId must be a BigInt')
-    if (!STATUSES.has(p.status)) throw new TypeError(`unknown status ${String(p.status)}`)
-    const sep = names === '' ? '' : ','
-    names += `${sep}"${HEX_ELEMENT}${Buffer.from(p.name, 'utf8').toString('hex')}"`
-    categoryIds += `${sep}${p.categoryId.toString()}`
-    statuses += `${sep}${p.status}`
+function insertPets (pets: NewPet[], statementTimeoutMs: number): PgStatement {
+  return {
+    name: 'insert_pets',
+    stablePlan: true,
+    text: `WITH s AS MATERIALIZED (${INSERT_SETTINGS.replace('$1', '$5')})
+      SELECT unnest(petstore_insert_pets($1::bytea[], $2::int8[], $3::text[], $4::int8)) AS id FROM s`,
+    values: [
+      pets.map(p => Buffer.from(p.name, 'utf8')),
+      pets.map(p => p.categoryId.toString()),
+      pets.map(p => p.status),
+      PET_INSERT_LOCK_KEY.toString(),
+      String(Math.trunc(statementTimeoutMs))
+    ]
   }
-  return `E'{${names}}'::bytea[], '{${categoryIds}}'::int8[], '{${statuses}}'::text[], ${PET_INSERT_LOCK_KEY.toString()}`
 }
 
-/** The whole message of a pet insert (insertPets): `prologue` is insertPrologue(PG_STATEMENT_TIMEOUT_MS). */
-export function insertMessage (prologue: string, pets: NewPet[]): string {
-  return `${prologue}; SELECT array_to_string(petstore_insert_pets(${insertArguments(pets)}), ',') AS ids`
-}
+/** The ids a pet insert answered, ascending (array_agg … ORDER BY id in the function): the batch's order. */
+const insertedIds = (res: { rows: unknown[] }): bigint[] => (res.rows as Array<{ id: bigint }>).map(r => r.id)
 
 /**
  * The reads behind a read-cache miss. Each is served by an index in key order, with no sort and no
@@ -121,18 +75,9 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const
   private readonly creates: PetCreates
   private closed = false
-  /** The first statement of every pet insert's message (insertPrologue). */
-  private readonly prologue: string
-  /** lock_timeout of a named pet insert (INSERT_SETTINGS), in ms as PostgreSQL reads it. */
-  private readonly lockTimeout: string
 
-  private constructor (private readonly db: PgDatabase, statementTimeoutMs: number) {
-    this.prologue = insertPrologue(statementTimeoutMs)
-    this.lockTimeout = String(Math.trunc(statementTimeoutMs))
-    this.creates = new PetCreates(async (items) =>
-      items.every(i => i.idem === undefined)
-        ? await this.insertPets(items.map(i => i.pet))
-        : await this.insertPetsIdempotent(items))
+  private constructor (private readonly db: PgDatabase, private readonly statementTimeoutMs: number) {
+    this.creates = new PetCreates(async (items) => await this.commitCreates(items))
   }
 
   /** Connects, applies pending migrations and checks the settings the promises rest on. */
@@ -165,74 +110,53 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * A batch without Idempotency-Keys, in one round trip and its own implicit transaction, either way
-   * committed (WAL flushed) before the server answers, the lock released only after the commit is
-   * visible (the read cache's ordering argument, pet-reads.ts), ids drawn under the lock in batch order:
-   * - while statements are named (direct connections): INSERT_PETS, named, planned once per
-   *   connection. Measured cheapest there (docs/performance.md, "The insert function"), but a
-   *   statement cannot arm its own statement_timeout: its lock wait is bounded by lock_timeout, any
-   *   other stall only by the client's bound (README, idempotent creates);
-   * - once they are not (behind a transaction-mode pooler, or PG_PREPARED_STATEMENTS=off): one
-   *   simple-protocol message, insertPrologue then the insert function (migration 3), whose plan the
-   *   server keeps per connection whatever the pooler, and which the server's statement_timeout bounds.
-   * A statement the server refuses or cuts writes nothing, so the named one is retried unnamed when
-   * a pooler shows (PgDatabase.query).
+   * One batch of creates, in one transaction under the pet insert lock (see creates.ts). Without
+   * Idempotency-Keys it is the insert alone (insertPets): one statement, one round trip. With keys the lock is taken first, then the keys are looked up (a later statement, so its
+   * snapshot sees every record committed by an earlier holder: two instances racing with one key
+   * create one pet, and the later replays it), then the plan is written.
    */
-  private async insertPets (pets: NewPet[]): Promise<bigint[]> {
-    if (!this.db.namedReads) {
-      const res = await this.db.script<{ ids: string }>(insertMessage(this.prologue, pets))
-      // One row: the ids, ascending (array_agg … ORDER BY id in the function), as decimal digits.
-      return res.rows[0]!.ids.split(',').map(BigInt)
+  private async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
+    const keys = idempotencyKeys(items)
+    if (keys.length === 0) {
+      const plan = planCreates(items, new Map())
+      return createOutcomes(plan, insertedIds(await this.db.query(insertPets(plan.pets, this.statementTimeoutMs))))
     }
-    const res = await this.db.query<{ id: bigint }>({
-      name: 'insert_pets',
-      stablePlan: true,
-      text: INSERT_PETS,
-      values: [
-        pets.map(p => Buffer.from(p.name, 'utf8')),
-        pets.map(p => p.categoryId.toString()),
-        pets.map(p => p.status),
-        PET_INSERT_LOCK_KEY.toString(),
-        this.lockTimeout
-      ]
-    })
-    // Ids were drawn ascending in batch order (see INSERT_PETS); RETURNING's row order is not promised.
-    return res.rows.map(r => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-  }
-
-  /**
-   * A batch holding Idempotency-Keys: one transaction under the same insert lock, item by item (see
-   * creates.ts). The lock serializes every pet insert on every instance, so the lookup sees any
-   * record committed by an earlier holder: two instances racing with one key create one pet, and
-   * the later replays it.
-   */
-  private async insertPetsIdempotent (items: CreateItem[]): Promise<CreateOutcome[]> {
     return await this.db.interactive(async (query) => {
-      await query({ text: 'SELECT pg_advisory_xact_lock($1::int8)', values: [PET_INSERT_LOCK_KEY.toString()] })
-      return await runCreateBatchAsync(items, {
-        findKey: async (idem) => {
-          const found = await query<IdemRow>({
-            name: 'find_idem',
-            text: `SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
-                   FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = $1 AND i.key = $2`,
-            values: [idem.apiKeyId, idem.key]
-          })
-          const row = found.rows[0]
-          return row === undefined ? undefined : toIdemRecord(row)
-        },
-        dropKey: async (idem) => { await query({ text: 'DELETE FROM idempotency_keys WHERE api_key_id = $1 AND key = $2', values: [idem.apiKeyId, idem.key] }) },
-        insertPet: async (pet) => (await query<{ id: bigint }>({
-          name: 'insert_pet',
-          text: 'INSERT INTO pets (name, category_id, status) VALUES ($1, $2::int8, $3) RETURNING id',
-          values: [Buffer.from(pet.name, 'utf8'), pet.categoryId.toString(), pet.status]
-        })).rows[0]!.id,
-        recordKey: async (idem, petId) => {
-          await query({
-            text: 'INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at) VALUES ($1, $2, $3, $4::int8, $5)',
-            values: [idem.apiKeyId, idem.key, idem.fingerprint, petId.toString(), idem.now]
-          })
-        }
-      })
+      const [, rows] = await Promise.all([
+        query({ text: 'SELECT pg_advisory_xact_lock($1::int8)', values: [PET_INSERT_LOCK_KEY.toString()] }),
+        query<IdemRow & { api_key_id: bigint, key: string }>({
+          name: 'find_idem',
+          text: `SELECT i.api_key_id, i.key, i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
+                 FROM unnest($1::int8[], $2::text[]) AS k(api_key_id, key)
+                 JOIN idempotency_keys i ON i.api_key_id = k.api_key_id AND i.key = k.key
+                 JOIN pets p ON p.id = i.pet_id`,
+          values: [keys.map(k => k.apiKeyId), keys.map(k => k.key)]
+        })
+      ])
+      const found = new Map<string, IdemRecord>(rows.rows.map(r => [keyOf({ apiKeyId: Number(r.api_key_id), key: r.key }), toIdemRecord(r)]))
+      const plan = planCreates(items, found)
+      if (plan.drop.length > 0) {
+        await query({
+          text: `DELETE FROM idempotency_keys i USING unnest($1::int8[], $2::text[]) AS k(api_key_id, key)
+                 WHERE i.api_key_id = k.api_key_id AND i.key = k.key`,
+          values: [plan.drop.map(k => k.apiKeyId), plan.drop.map(k => k.key)]
+        })
+      }
+      const ids = plan.pets.length === 0 ? [] : insertedIds(await query(insertPets(plan.pets, this.statementTimeoutMs)))
+      if (plan.record.length > 0) {
+        await query({
+          text: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at)
+                 SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[], $5::timestamptz[])`,
+          values: [
+            plan.record.map(r => r.idem.apiKeyId),
+            plan.record.map(r => r.idem.key),
+            plan.record.map(r => r.idem.fingerprint),
+            plan.record.map(r => ids[r.pet]!.toString()),
+            plan.record.map(r => r.idem.now)
+          ]
+        })
+      }
+      return createOutcomes(plan, ids)
     })
   }
 
@@ -351,8 +275,7 @@ export class PostgresStore implements Store {
 /**
  * Reads back what the durability and int64 promises rest on, as the writes set them (so through
  * whatever pooler is in between): inside a transaction begun as every write transaction is, and
- * inside a message that sets them as a pet insert does (insertPrologue) — including that the
- * statement_timeout it sets cuts the statement after it; refuses to start otherwise.
+ * inside a statement that sets them as a pet insert does; refuses to start otherwise.
  */
 async function checkSettings (db: PgDatabase, statementTimeoutMs: number): Promise<void> {
   const [res] = await db.transaction([{
@@ -362,18 +285,10 @@ async function checkSettings (db: PgDatabase, statementTimeoutMs: number): Promi
   if (row.sc !== 'on') throw new PgSettingError(`synchronous_commit is ${row.sc} inside a transaction, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites SET LOCAL')
   if (row.fsync !== 'on') throw new PgSettingError('the server runs with fsync off, so a 201 would not mean committed to disk', 'fsync in the server\'s postgresql.conf')
   if (row.big !== 9223372036854775807n) throw new PgSettingError('int8 values are not parsed to exact BigInts', 'the pg type parsers (a bug: report it)')
-  const named = await db.query<{ sc: string }>({
+  const insert = await db.query<{ sc: string }>({
     text: `WITH s AS MATERIALIZED (${INSERT_SETTINGS}) SELECT current_setting('synchronous_commit') AS sc FROM s`,
     values: [String(Math.trunc(statementTimeoutMs))]
   })
-  if (named.rows[0]!.sc !== 'on') throw new PgSettingError(`synchronous_commit is ${named.rows[0]!.sc} inside a pet insert, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites set_config')
-  const insert = await db.script<{ sc: string }>(`${insertPrologue(statementTimeoutMs)}; SELECT current_setting('synchronous_commit') AS sc`)
   const sc = insert.rows[0]!.sc
   if (sc !== 'on') throw new PgSettingError(`synchronous_commit is ${sc} inside a pet insert, so a 201 would not mean committed to disk`, 'that nothing between the service and the server rewrites set_config')
-  // A 1 ms bound set the way a pet insert sets its own must cut a 300 ms sleep after it (57014).
-  const cut = await db.script(`${insertPrologue(1)}; SELECT pg_sleep(0.3)`).then(() => undefined, (err: unknown) => err)
-  if (!(cut instanceof StoreUnavailableError && (cut.cause as { code?: unknown } | undefined)?.code === '57014')) {
-    if (cut !== undefined) throw cut
-    throw new PgSettingError('a statement_timeout set by one statement of a message does not bound the next one, so a stalled create would not be cut by the server', 'the server version (PostgreSQL 13 or later bounds each statement of a message)')
-  }
 }

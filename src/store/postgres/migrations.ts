@@ -54,10 +54,9 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: 'pet insert function',
-    // The insert of a batch of creates without Idempotency-Keys (PostgresStore.insertPets, where the
-    // ordering argument is written). PL/pgSQL keeps the statement's plan per server connection, so it
-    // is planned once per connection whatever pooler is in between, and the call is one short
-    // statement. One statement inside (one executor run, measured cheaper than a separate PERFORM of
+    // Every pet insert calls it (insertPets in index.ts, where the ordering argument is written).
+    // PL/pgSQL keeps the statement's plan per server connection, so it is planned once per
+    // connection whatever pooler is in between, and the call is one short statement. One statement inside (one executor run, measured cheaper than a separate PERFORM of
     // the lock): the lock in a MATERIALIZED CTE joined into the insert's source, sorted by `ord`; the
     // Sort consumes all its input, the lock included, before it emits a row, and the volatile id
     // default is evaluated above the Sort, so ids are drawn only under the lock, in the batch's order.

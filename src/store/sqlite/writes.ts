@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
-import { type CreateItem, type CreateOutcome, runCreateBatch } from '../creates.js'
-import { type IdemRow, toIdemRecord } from '../rows.js'
+import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, planCreates } from '../creates.js'
+import { type IdemRecord, type IdemRow, toIdemRecord } from '../rows.js'
 
 /** The write transactions that go through the writer (a worker thread, or inline for :memory:). */
 export interface SqliteWrites {
@@ -20,15 +20,18 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
   const purge = db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?')
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
   // The one writer SQLite allows, taken at BEGIN IMMEDIATE, is the lock the batch needs (see creates.ts).
-  const createPets = db.transaction((items: CreateItem[]) => runCreateBatch(items, {
-    findKey: (idem) => {
+  const createPets = db.transaction((items: CreateItem[]) => {
+    const found = new Map<string, IdemRecord>()
+    for (const idem of idempotencyKeys(items)) {
       const row = findIdem.get(idem.apiKeyId, idem.key) as IdemRow | undefined
-      return row === undefined ? undefined : toIdemRecord(row)
-    },
-    dropKey: (idem) => { deleteIdem.run(idem.apiKeyId, idem.key) },
-    insertPet: (p) => (insertPet.get(p.name, p.categoryId, p.status) as { id: bigint }).id,
-    recordKey: (idem, petId) => { insertIdem.run(idem.apiKeyId, idem.key, idem.fingerprint, petId, idem.now.getTime()) }
-  }))
+      if (row !== undefined) found.set(keyOf(idem), toIdemRecord(row))
+    }
+    const plan = planCreates(items, found)
+    for (const idem of plan.drop) deleteIdem.run(idem.apiKeyId, idem.key)
+    const ids = plan.pets.map(p => (insertPet.get(p.name, p.categoryId, p.status) as { id: bigint }).id)
+    for (const { idem, pet } of plan.record) insertIdem.run(idem.apiKeyId, idem.key, idem.fingerprint, ids[pet], idem.now.getTime())
+    return createOutcomes(plan, ids)
+  })
   const touchApiKeys = db.transaction((entries: Array<[number, string]>) => {
     for (const [id, at] of entries) touch.run(at, id, at)
   })
