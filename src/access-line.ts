@@ -29,13 +29,13 @@ type Internals = Record<symbol, unknown>
  * fields (strings escaped as JSON, quote() below), and handed to the logger's stream.
  *
  * Why not pino itself: through pino the line costs a child logger per request (request-logger.ts)
- * and its generic serialisation (key by key, serializers and redaction looked up for each) ≈ 2 µs of
- * CPU per request more than this (docs/performance.md, "The access line"). Pino stays the logger
+ * and its generic serialisation (key by key, serializers and redaction looked up for each), several
+ * times what this costs on every request. Pino stays the logger
  * for everything else, and for this line too whenever the shortcut could differ from it: the
  * logger's configuration is checked once, here, by having pino serialise a sample (with characters
  * that need escaping) and comparing the bytes; any formatter, mixin, serializer, redaction, message
  * key or stream hook that changes them, and a request whose logger was made or configured (something
- * logged through it, or a route log level), sends the line through pino as before.
+ * logged through it, or a route log level), sends the line through pino.
  */
 export function accessLogger (root: FastifyBaseLogger): (log: FastifyBaseLogger, access: Access) => void {
   const viaPino = (log: FastifyBaseLogger, a: Access): void => {
@@ -72,7 +72,7 @@ function format (time: string, chindings: string, reqId: string, a: Access): str
 /**
  * A string as a JSON string: quoted as it is when it holds only printable ASCII other than `"` and
  * `\` (request ids, methods, route templates and nearly every URL; one pass over the characters),
- * else through JSON.stringify (≈ 190 ns even for a short string, which is why it is not the default).
+ * else through JSON.stringify (costly even for a short string, which is why it is not the default).
  */
 function quote (s: string): string {
   for (let i = 0; i < s.length; i++) {

@@ -3,12 +3,12 @@
  * variable a string or an integer, with the keywords that schema uses (minimum, maximum,
  * minLength, pattern, enum) and defaults. Every failure is "NAME: what is wrong", all of them joined.
  *
- * Hand-written instead of env-schema or an Ajv compile, on purpose: env-schema built an Ajv and
- * compiled draft-07's meta-schema and its own options schema at import, then the configuration
- * schema at every start (≈ 100–120 ms of CPU, a sixth of the whole start; docs/performance.md,
- * "Start-up"), and even the request Ajv already in the bundle would cost its load and a compile before the first
- * request. The schema is ours and flat, so the check is a loop over its properties; a keyword this
- * file does not know makes it throw rather than skip a check.
+ * Hand-written instead of env-schema or an Ajv compile, on purpose: env-schema builds an Ajv and
+ * compiles draft-07's meta-schema and its own options schema at import, then the configuration
+ * schema at every start, a large share of a start's CPU; even the request Ajv already in the bundle
+ * would cost its load and a compile before the first request. The schema is ours and flat, so the
+ * check is a loop over its properties; a keyword this file does not know makes it throw rather
+ * than skip a check.
  *
  * Decisions that differ from env-schema's (README, Decisions): only `env` is read (env-schema also
  * merged process.env under the object it was given); an integer is written in decimal digits with

@@ -14,19 +14,18 @@ const EXIT_WAIT_MS = 2000
  * `direct`). So a slow reader of stdout never stalls request handling. While a write is under way or
  * waits out a full pipe, the lines that come meanwhile wait and go out together with the next one.
  *
- * This replaces pino.destination (sonic-boom) for the access log's sake, measured
- * (docs/performance.md, "The access line"): sonic-boom writes as soon as no write is under way, so at
- * a few requests per turn of the event loop nearly every line pays a write of its own (a thread-pool
- * round trip, the string encoded, a system call); on every line it also measures the byte length of
- * the whole batch still waiting, and after every write it copies what it wrote into a new Buffer.
- * Gathering lines for a few milliseconds makes the write's cost per line negligible: the per-line
- * cost of the access line fell from ≈ 6–12 µs to ≈ 2 µs. It keeps what the service needs from sonic-boom: the byte bound on what waits in memory
- * (lines past it are dropped, counted in `dropped`), partial writes continued, EAGAIN retried, a
- * reader that has gone (EPIPE or any other error) ends the writing instead of throwing, and end()
- * waits until everything written before it is out. Lines still waiting when the process exits
- * without end() are written synchronously at 'exit' (as pino does for its own destination; see
- * writeRestSync). A crash that skips 'exit' (SIGKILL, abort, an OOM kill) loses the lines of the
- * last few milliseconds and of a write under way.
+ * Used instead of pino.destination (sonic-boom) for the access log's sake: sonic-boom writes as soon
+ * as no write is under way, so at a few requests per turn of the event loop nearly every line pays
+ * a write of its own (a thread-pool round trip, the string encoded, a system call); on every line it
+ * also measures the byte length of the whole batch still waiting, and after every write it copies
+ * what it wrote into a new Buffer. Gathering lines for a few milliseconds makes the write's cost per
+ * line negligible. It keeps what the service needs from sonic-boom: the byte bound on what waits in
+ * memory (lines past it are dropped, counted in `dropped`), partial writes continued, EAGAIN
+ * retried, a reader that has gone (EPIPE or any other error) ends the writing instead of throwing,
+ * and end() waits until everything written before it is out. Lines still waiting when the process
+ * exits without end() are written synchronously at 'exit' (as pino does for its own destination;
+ * see writeRestSync). A crash that skips 'exit' (SIGKILL, abort, an OOM kill) loses the lines of
+ * the last few milliseconds and of a write under way.
  */
 export class LogDestination {
   /**

@@ -32,7 +32,7 @@ export interface Log {
 export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, stdoutIsTTY = process.stdout.isTTY === true): Log {
   const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && stdoutIsTTY)
   if (pretty) {
-    // Loaded only for pretty output: a start with JSON logs (a pipe, production) does not pay for it (~25 ms).
+    // Loaded only for pretty output: a start with JSON logs (a pipe, production) does not pay for it.
     const PinoPretty = require('pino-pretty') as typeof PinoPrettyFactory
     return {
       options: {

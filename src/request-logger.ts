@@ -3,12 +3,12 @@ import type { Bindings, ChildLoggerOptions, Level, LevelWithSilentOrString, Logg
 
 /**
  * request.log, made only when something logs through it. Fastify gives every request a pino child
- * logger (request.log) bound to its request id; making one costs ≈ 1 µs (an object, the bindings
- * serialised, the formatters rebuilt because Fastify always passes options), on every request, while
- * on a successful request nothing logs through it: the access line is written by the observability
+ * logger (request.log) bound to its request id; making one (an object, the bindings serialised, the
+ * formatters rebuilt because Fastify always passes options) costs on every request, while on a
+ * successful request nothing logs through it: the access line is written by the observability
  * plugin itself (access-line.ts). This stands in for the child and makes the real one on the first
  * call at an enabled level, so a request pays an object of three fields instead. The lines written
- * through it are pino's own, with the same bindings, level and serializers as before.
+ * through it are pino's own, with the same bindings, level and serializers as the child's.
  */
 export class RequestLogger implements FastifyBaseLogger {
   private made: Logger | undefined

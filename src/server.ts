@@ -9,8 +9,7 @@ import { pathToFileURL } from 'node:url'
  * The process entry (`npm start`, `petstore serve`): small on purpose. The service itself
  * (start-server.ts; in the production build one bundle with Fastify, pino and their dependencies) is
  * loaded by import() after the two imports above have run. A static import would be compiled with
- * this file, before the compile cache is on, and so would never be read from it
- * (docs/performance.md, "Start-up").
+ * this file, before the compile cache is on, and so would never be read from it.
  */
 
 /** Loads the service's code (and with it every package a start needs) without starting it. */

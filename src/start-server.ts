@@ -77,9 +77,9 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
     await log.end()
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
-  // The SQLite writer thread boots now, beside the first requests rather than before them: its
-  // ~50 ms of CPU would delay the first answer where the process's threads share a core. Creates
-  // that arrive meanwhile wait for it (docs/performance.md, "Start-up").
+  // The SQLite writer thread boots now, beside the first requests rather than before them: its boot
+  // would delay the first answer where the process's threads share a core. Creates that arrive
+  // meanwhile wait for it.
   store.startWriter?.()
   try {
     // After listening, so the curl example names the real port.

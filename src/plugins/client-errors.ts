@@ -6,8 +6,8 @@ import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
 
 // node:http as CommonJS gives it: an ES import of it reads every export, among them the lazy
-// getters that load Node's bundled undici (fetch, WebSocket), ≈ 45 ms of CPU at every start for
-// nothing the server uses (docs/performance.md, "Start-up").
+// getters that load Node's bundled undici (fetch, WebSocket), at every start, for nothing the
+// server uses.
 const { ServerResponse, STATUS_CODES } = process.getBuiltinModule('node:http')
 
 /** What Node's HTTP parser refused, as one of our errors. */

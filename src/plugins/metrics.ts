@@ -42,8 +42,8 @@ const NO_LABELS: Record<string, never> = Object.freeze({})
  * The request-duration histogram, observed as plain numbers (a bucket index and three additions
  * per request, Metrics.observe) and turned into prom-client's values only when scraped.
  * prom-client's own observe() validates and hashes the labels on every call, even through a
- * labelled child, which cost more than the rest of the metrics together on a cached read
- * (docs/performance.md). prom-client still owns registration, names and the text format: the
+ * labelled child, which costs more than the rest of the metrics together on a cached read.
+ * prom-client still owns registration, names and the text format: the
  * registry reads every metric through getForPromString() (get(), for JSON, goes through it too).
  */
 function routeDurations (prom: PromClient, registers: Registry[], series: Map<string, RouteSeries>): void {
@@ -77,8 +77,8 @@ function routeDurations (prom: PromClient, registers: Registry[], series: Map<st
  * apps in one process (tests) keep separate counts. Served on a listener of its own (buildMetricsApp).
  *
  * Every count is a plain number until scraped, so prom-client is not needed before the first scrape:
- * it is loaded, and the registry built, when `registry` is first read (≈ 30 ms of a start's CPU
- * otherwise, docs/performance.md "Start-up"; with METRICS_PORT off, the default, never). The default
+ * it is loaded, and the registry built, when `registry` is first read (with METRICS_PORT off, the
+ * default, never), not at every start. The default
  * process metrics start then too: event-loop lag and GC durations from the first scrape on.
  */
 export class Metrics {

@@ -148,9 +148,9 @@ declare module 'fastify' {
  * Fastify serializes with), so it cannot describe a different service; and the /docs page
  * (@fastify/swagger-ui). Register before any route.
  *
- * Neither is needed to answer the first request, and together they were about a fifth of a start's
+ * Neither is needed to answer the first request, and together they are a large share of a start's
  * CPU (@fastify/swagger, its YAML library, @fastify/swagger-ui with @fastify/static reading its
- * assets: docs/performance.md, "Start-up"). So at start this plugin only records what
+ * assets). So at start this plugin only records what
  * @fastify/swagger's own hooks record (each route as added, and at ready the shared schemas of
  * every scope), and the first request for the document or the page builds a small Fastify app
  * that loads both packages, is given those schemas and the visible routes (handlers aside, validation off:
@@ -218,7 +218,7 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
     app.get(url, { schema: { hide: true } }, async (request, reply) => {
       const docs = await app.docsApp()
       // Always GET: for HEAD, Fastify sends the headers of the GET answer without its body.
-      // As a stream: the page's scripts (~1.6 MB) are piped from the file, not buffered per request.
+      // As a stream: the page's scripts (megabytes) are piped from the file, not buffered per request.
       const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers, payloadAsStream: true })
       const body = res.stream()
       // A missing file: the service's own 404 (or 405), as for any other path.

@@ -8,8 +8,8 @@ interface Window { current: number, start: number }
  * key's window starts with its first request and lasts `windowMs`; a later request past it starts a
  * new one), answered synchronously. Written here rather than taken from the library because the
  * library's check costs a chain of promises per request (its key generator, store callback and
- * result are each awaited), measured at about a sixth of a cached read's CPU (docs/performance.md);
- * the library still counts in Redis, where the network round trip dominates.
+ * result are each awaited), a large share of a cached read's CPU; the library still counts in Redis,
+ * where the network round trip dominates.
  *
  * Bounded: past `maxKeys` windows, the ended ones are dropped, then the one that started longest ago
  * (a dropped key starts a fresh window, as an entry evicted from the library's LRU does).

@@ -24,8 +24,7 @@ declare module 'fastify' {
  * each plugin still owns its concern (its file, its set-up and clean-up) and adds its check here,
  * in the order app.ts registers the plugins, which is the order a request meets them. One hook
  * costs one call through Fastify's hook runner; a chain of them costs one per check (and an
- * `async` hook a promise and a microtask tick more), measured on every request
- * (docs/performance.md, "A lean hot path").
+ * `async` hook a promise and a microtask tick more), on every request.
  * Registered first, so its two hooks are in every scope, and checks added later still run.
  */
 async function requestChecks (app: FastifyInstance): Promise<void> {

@@ -7,7 +7,7 @@ import type { Store } from '../store/store.js'
 
 const HealthSchema = Type.Object({ status: Type.Literal('ok', { description: 'Always ok.' }) }, { additionalProperties: false })
 // The one body both send, as bytes: no serializer is compiled (or loaded) for it, so a start's first
-// requests (/healthz, then /readyz) need none (docs/performance.md, "Start-up").
+// requests (/healthz, then /readyz) need none.
 const OK = JSON.stringify({ status: 'ok' } satisfies Static<typeof HealthSchema>)
 
 /** Liveness and readiness, outside /v1 and without authentication. */

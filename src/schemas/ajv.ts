@@ -17,8 +17,8 @@ type Json = Record<string, unknown>
  * The exported factory lets a JavaScript client validate exactly as the server does.
  */
 export function createRequestAjv (): Ajv2020 {
-  // Loaded here, when the first request validator is compiled, not at start (≈ 15–30 ms of CPU
-  // that a start's first requests, /healthz and /readyz, do not need: docs/performance.md, "Start-up").
+  // Loaded here, when the first request validator is compiled, not at start: a start's first
+  // requests, /healthz and /readyz, do not need it.
   const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')
   const ajv = new Ajv2020({
     allErrors: false,

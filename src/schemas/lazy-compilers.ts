@@ -18,9 +18,9 @@ const fastifyRequire = createRequire(createRequire(import.meta.url).resolve('fas
  *   instead of for every route and status at start: most never write an error body in a process's
  *   life. Compiling is synchronous, so concurrent first requests cannot race; a schema it cannot
  *   compile fails that response (500), and the suite writes every documented response.
- * Together they took ~40 ms of a start under load, and loading the serializer's compiler ~25 ms more (docs/performance.md, "Start-up"). One difference
- * remains for a route outside /v1 with a headers schema, should one appear: with a compilers factory
- * given, Fastify treats the validator as custom and no longer lower-cases that schema's header names.
+ * Both are work a start would otherwise do before its first answer. One difference remains for a
+ * route outside /v1 with a headers schema, should one appear: with a compilers factory given,
+ * Fastify treats the validator as custom and does not lower-case that schema's header names.
  */
 export const lazyCompilers: Factories = {
   buildValidator: ((externalSchemas: unknown, options: unknown) => {

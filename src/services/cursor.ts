@@ -20,8 +20,8 @@ export class CursorCodec {
   private readonly encoded = new Map<string, string>()
   private readonly verified = new Map<string, { lastId: bigint, status: number }>()
 
-  // A KeyObject made once: createHmac with a Buffer key builds one per call, which cost ~20 µs of the
-  // ~24 µs an HMAC took here (a list miss computes one or two; docs/performance.md).
+  // A KeyObject made once: createHmac with a Buffer key builds one per call, which is most of the cost
+  // of an HMAC (a list miss computes one or two).
   private readonly key: KeyObject
 
   constructor (secret: Buffer) {

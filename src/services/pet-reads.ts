@@ -23,7 +23,7 @@
  *   instance shares) are fixed forever. A page without the extra row (the newest end of the walk,
  *   for that filter) may still grow or gain a next link: it is never cached.
  * Nothing else is cached: authentication, revocation, rate limits, deprecation and conditional
- * requests (304) all run on every request as before.
+ * requests (304) all run on every request.
  *
  * Memory is bounded by READ_CACHE_MAX_MB: each entry counts its body bytes, its Link and
  * ENTRY_OVERHEAD, and the least recently used entries go first (lru-cache).
@@ -50,9 +50,8 @@ export interface PageQuery {
 
 /**
  * What an entry costs beyond its body and Link: the key and ETag strings, the Buffer and entry
- * objects, lru-cache's slots. Chosen so the accounted size bounds the real one: measured with
- * 100,000 getPet entries, real heap + external memory was 0.54 of the accounted size; with 20,000
- * pages of 20 pets, 0.96 (Node 24 and 20; README, "Read cache").
+ * objects, lru-cache's slots. Chosen so that the accounted size bounds the real heap and external
+ * memory of the entries, for getPet entries and for pages of 20 pets alike.
  */
 export const ENTRY_OVERHEAD = 768
 
