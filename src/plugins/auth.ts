@@ -139,9 +139,9 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
   // Callback-style, not async: while the key cache answers and limits count in memory (nearly every
   // request) nothing here waits, so no promise is made; only a store lookup or a Redis count is awaited.
   return function authenticate (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
-    // A request with a body goes on (or is refused) one microtask later, as when this hook was async:
-    // the bytes already received are parsed first, so a body whose framing is broken (a bad chunk)
-    // is answered 400 by the parser's handler (client-errors.ts), not 401, 404 or 200 before it was seen.
+    // A request with a body goes on (or is refused) one microtask later, after the bytes already
+    // received are parsed: a body whose framing is broken (a bad chunk) is answered 400 by the
+    // parser's handler (client-errors.ts), not 401, 404 or 200 before it was seen.
     const done: HookHandlerDoneFunction = hasBody(request) ? (err?: Error) => { queueMicrotask(() => { next(err) }) } : next
     const now = Date.now()
     const admitted = atOnce.admit(request.headers.authorization, now)

@@ -21,7 +21,7 @@ function guard<T> (fn: () => T): T {
 }
 
 // How long a readiness check waits for a writer thread that is still booting before answering 503
-// (it boots in ~50 ms of CPU; far longer only on a machine that is overloaded).
+// (a boot takes far less; this long only on a machine that is overloaded).
 const WRITER_READY_WAIT_MS = 2000
 
 // Defined by the production bundle (scripts/bundle.mjs): the compiled writer entry, relative to the bundle's chunk.
@@ -173,8 +173,7 @@ export class SqliteStore implements Store {
 
   /**
    * Opens (creating if needed) and migrates the database. The writer thread is not started here: it
-   * boots in ~50 ms of CPU, which a server start would pay before its first answer when its threads
-   * share a core. It starts at startWriter() (the server calls it once listening) or at the first
+   * boot is CPU a server start would pay before its first answer when its threads share a core. It starts at startWriter() (the server calls it once listening) or at the first
    * write; writes sent meanwhile wait in its message port. The read connection has already applied
    * the migrations and proved the file writable.
    */
