@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { onCleanup } from '../helpers/cleanup.js'
-import { buildServiceImage, ensureServiceStandIns, logs, podman, run } from '../helpers/containers.js'
+import { buildServiceImage, ensureServiceStandIns, logs, podman, run, TEST_PREFIX } from '../helpers/containers.js'
 import { ROOT } from '../helpers/process.js'
 import { freePort } from '../helpers/server.js'
 
@@ -29,7 +29,7 @@ interface Project {
 
 /** A podman-compose project over `files`, torn down (containers, volumes, network) when the test ends. */
 function project (t: TestContext, files: string[], env: Record<string, string>): Project {
-  const name = `petstore-test-${process.pid}-${randomBytes(3).toString('hex')}`
+  const name = `${TEST_PREFIX}${process.pid}-${randomBytes(3).toString('hex')}`
   const label = `label=io.podman.compose.project=${name}`
   onCleanup(t, async () => {
     const ids = (await podman('ps', '--all', '--quiet', '--filter', label)).split('\n').filter(Boolean)
@@ -86,7 +86,7 @@ describe('compose files', () => {
   })
 
   it('compose.yaml: one instance on SQLite hands out its first key on the volume, serves, and keeps the store across down and up', { timeout: 900_000 }, async (t) => {
-    const image = `localhost/petstore-test:compose-${process.pid}`
+    const image = `localhost/${TEST_PREFIX}${process.pid}-compose`
     onCleanup(t, () => podman('rmi', '--force', image).catch(() => {}))
     await buildServiceImage(image)
     const port = await freePort()
@@ -110,7 +110,7 @@ describe('compose files', () => {
   })
 
   it('compose.scale.yaml: two instances behind HAProxy on PostgreSQL through PgBouncer with Redis; one created, the other reads; one killed, nothing acknowledged lost', { timeout: 900_000 }, async (t) => {
-    const image = `localhost/petstore-test:scale-${process.pid}`
+    const image = `localhost/${TEST_PREFIX}${process.pid}-scale`
     onCleanup(t, () => podman('rmi', '--force', image).catch(() => {}))
     await buildServiceImage(image)
     await ensureServiceStandIns([STAND_IN])

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { loadConfig } from '../../src/config.js'
 import { onCleanup } from '../helpers/cleanup.js'
-import { BASE_IMAGE, buildServiceImage, logs, podman, waitFor200 } from '../helpers/containers.js'
+import { BASE_IMAGE, buildServiceImage, logs, podman, TEST_PREFIX, waitFor200 } from '../helpers/containers.js'
 import { ROOT } from '../helpers/process.js'
 import { freePort } from '../helpers/server.js'
 
@@ -27,9 +27,9 @@ async function imageSize (image: string): Promise<number> {
 
 describe('the container image (Dockerfile, built and run with podman)', () => {
   it('builds, hands out the first key in /data, serves as node from a read-only root, stops with 0 on SIGTERM and keeps its store on the volume', { timeout: 900_000 }, async (t) => {
-    const id = `${process.pid}-${randomBytes(3).toString('hex')}`
-    const image = `localhost/petstore-test:${id}`
-    const volume = `petstore-test-${id}`
+    const id = `${TEST_PREFIX}${process.pid}-${randomBytes(3).toString('hex')}`
+    const image = `localhost/${id}`
+    const volume = id
     onCleanup(t, () => podman('rmi', '--force', image).catch(() => {}))
     await buildServiceImage(image)
 
@@ -48,7 +48,7 @@ describe('the container image (Dockerfile, built and run with podman)', () => {
     const names: string[] = []
     onCleanup(t, async () => { for (const n of names) await podman('rm', '--force', '--time', '0', n).catch(() => {}) })
     async function start (): Promise<{ name: string, url: string }> {
-      const name = `petstore-test-${id}-${names.length + 1}`
+      const name = `${id}-${names.length + 1}`
       names.push(name)
       const port = await freePort()
       await podman('run', '--detach', '--name', name, '--read-only', '--tmpfs', '/tmp', '--volume', `${volume}:/data`,

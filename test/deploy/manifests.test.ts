@@ -21,6 +21,8 @@ const exec = promisify(execFile)
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8')
 const pkg = JSON.parse(read('package.json')) as { version: string, bin: Record<string, string>, scripts: Record<string, string> }
 const SOME_DATABASE = 'postgres://user:password@db.invalid:5432/petstore'
+/** The server entry `npm start` runs (relative to the project directory). */
+const SERVER_ENTRY = /\bnode (\S+\.js)\b/.exec(pkg.scripts.start!)![1]!
 
 /** The final stage of the Dockerfile: its ENV settings, its USER and its CMD. */
 function image (): { env: Record<string, string>, user: string, cmd: string[] } {
@@ -145,7 +147,7 @@ describe('deployment files agree with the code', () => {
 
   it('compose: the instances listen where they are published and checked, and stop within stop_grace_period', () => {
     const img = image()
-    assert.deepEqual(img.cmd, ['node', `/app/${pkg.scripts.start!.replace(/^node /, '')}`], 'the image runs what npm start runs')
+    assert.deepEqual(img.cmd, ['node', `/app/${SERVER_ENTRY}`], 'the image runs what npm start runs')
     for (const [file, names] of [['compose.yaml', ['petstore']], ['compose.scale.yaml', ['app1', 'app2']]] as const) {
       const doc = parse(read(file), { merge: true }) as { services: Record<string, { environment?: Record<string, string>, stop_grace_period: string, healthcheck: { test: string[] }, ports?: string[], read_only: boolean }> }
       for (const name of names) {
@@ -180,7 +182,7 @@ describe('deployment files agree with the code', () => {
     assert.deepEqual(config.database, { kind: 'sqlite', path: '/var/lib/petstore/petstore.db' })
     assert.equal(dirname(config.firstKeyFile), `/var/lib/${values('StateDirectory')[0]}`)
     assert.ok(Number(values('TimeoutStopSec')[0]) * 1000 >= graceMs(config))
-    assert.match(values('ExecStart')[0]!, new RegExp(` ${values('WorkingDirectory')[0]}/${pkg.scripts.start!.replace(/^node /, '')}$`))
+    assert.match(values('ExecStart')[0]!, new RegExp(` ${values('WorkingDirectory')[0]}/${SERVER_ENTRY}$`))
     assert.notEqual(values('User')[0], 'root')
     for (const option of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'ProtectHome=yes', 'PrivateTmp=yes', 'CapabilityBoundingSet=']) assert.ok(lines.includes(option), option)
   })

@@ -44,6 +44,7 @@ export async function logs (name: string): Promise<string> {
 
 /** `podman build` of the project's Dockerfile, as the docs tell a team to run it. */
 export async function buildServiceImage (tag: string): Promise<void> {
+  await sweepLeftovers()
   await ensureBaseImage()
   const secret = existsSync(CA) ? ['--secret', `id=ca,src=${CA}`] : []
   await run('flock', [LOCK, 'podman', 'build', '--pull=never', ...secret, '--tag', tag, ROOT])
@@ -77,6 +78,38 @@ async function exists (image: string): Promise<boolean> {
   } catch {
     return false
   }
+}
+
+/** The prefix of every container, volume, network, compose project and image tag a test makes, then its pid. */
+export const TEST_PREFIX = 'petstore-test-'
+
+function alive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Removes what test processes that no longer run left behind (a test file killed before its
+ * cleanups ran): every name and tag carries its test process's pid after TEST_PREFIX.
+ */
+export async function sweepLeftovers (): Promise<void> {
+  const dead = (name: string): boolean => {
+    const m = new RegExp(`${TEST_PREFIX}(\\d+)-`).exec(name)
+    return m !== null && !alive(Number(m[1]))
+  }
+  const list = async (...args: string[]): Promise<string[]> => (await podman(...args)).split('\n').filter(n => n !== '' && dead(n))
+  const containers = await list('ps', '--all', '--format', '{{.Names}}')
+  if (containers.length > 0) await podman('rm', '--force', '--volumes', '--time', '0', ...containers)
+  const volumes = await list('volume', 'ls', '--format', '{{.Name}}')
+  if (volumes.length > 0) await podman('volume', 'rm', '--force', ...volumes)
+  const networks = await list('network', 'ls', '--format', '{{.Name}}')
+  if (networks.length > 0) await podman('network', 'rm', '--force', ...networks)
+  const images = await list('images', '--format', '{{.Repository}}:{{.Tag}}')
+  if (images.length > 0) await podman('rmi', '--force', ...images)
 }
 
 /** Polls url until it answers 200 (a container's published port), or throws after timeoutMs. */
