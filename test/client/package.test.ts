@@ -66,12 +66,20 @@ createClient({ baseUrl, apiKey, onDeprecation: () => {} }).getPet(1n).then(
 `
 
 describe('@petstore/client as a package', () => {
-  it('packs with dist, installs from the tarball outside the repo, type-checks strictly and works against dist/server.js', { timeout: 300_000 }, async (t) => {
+  it('packs from a clean checkout with dist, leaves nothing in its work tree, installs from the tarball outside the repo, type-checks strictly and works against dist/server.js', { timeout: 300_000 }, async (t) => {
     const scratch = mkdtempSync(join(tmpdir(), 'petstore-client-'))
     onCleanup(t, () => rmSync(scratch, { recursive: true, force: true }))
 
-    // npm pack runs `prepare`, which builds dist; the tarball is what an integrator receives.
-    const packed = await npm(CLIENT_DIR, ['pack', '--json', '--pack-destination', scratch])
+    // A clean checkout of the commit: no root node_modules, nothing built. npm pack runs `prepare`,
+    // which installs the package's own build dependencies and builds dist; the tarball, written
+    // outside the checkout, is what an integrator receives.
+    const checkout = join(scratch, 'checkout')
+    await run('git', ['clone', '--quiet', REPO, checkout])
+    const packed = await npm(join(checkout, 'packages/client'), ['pack', '--json', '--pack-destination', scratch])
+    const { stdout: status } = await run('git', ['-C', checkout, 'status', '--porcelain', '--untracked-files=all'])
+    assert.equal(status, '', 'packing left no file in the work tree that git would see')
+    const { stdout: tarballs } = await run('find', [checkout, '-name', '*.tgz', '-not', '-path', '*/node_modules/*'])
+    assert.equal(tarballs, '', 'no tarball in the work tree')
     const [info] = JSON.parse(packed.slice(packed.indexOf('['))) as Array<{ filename: string, files: Array<{ path: string }> }>
     const files = info!.files.map(f => f.path)
     for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'src/index.ts']) {

@@ -18,8 +18,10 @@ function resolvable (id) {
   }
 }
 
+// What the build prints goes to stderr: under `npm pack --json` stdout is the tarball's description,
+// and the nested install would inherit npm_config_json and print its own JSON there.
 function run (command, args) {
-  const r = spawnSync(command, args, { cwd: root, stdio: 'inherit' })
+  const r = spawnSync(command, args, { cwd: root, stdio: ['inherit', 2, 2] })
   if (r.status !== 0) process.exit(r.status ?? 1)
 }
 
