@@ -25,6 +25,15 @@ async function silentServer (t: TestContext): Promise<string> {
 }
 
 describe('@petstore/client options', () => {
+  it('refuses a missing, empty or blank apiKey before sending anything', () => {
+    let sent = 0
+    const fetch: typeof globalThis.fetch = async () => { sent++; return new Response('[]') }
+    for (const apiKey of [undefined, '', '  ', 'psk_a b']) {
+      assert.throws(() => createClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: apiKey as unknown as string, fetch }), (e: unknown) => e instanceof TypeError && /apiKey: required/.test(e.message), String(apiKey))
+    }
+    assert.equal(sent, 0)
+  })
+
   it('createPet with idempotencyKey: a replay answers the first animal and creates nothing', async (t) => {
     const s = await startTestServer(t)
     const client = createClient({ baseUrl: s.baseUrl, apiKey: s.key, fetch: checkingFetch })

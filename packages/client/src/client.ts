@@ -53,6 +53,11 @@ export class PetstoreClient {
 
   constructor (options: ClientOptions) {
     checkTimeout(options.timeoutMs, 'timeoutMs')
+    // Refused here, before any request: from JavaScript (or an unset environment variable) a missing
+    // key would otherwise go out as `Bearer undefined` and come back as a puzzling 401.
+    if (typeof options.apiKey !== 'string' || !/^\S+$/.test(options.apiKey)) {
+      throw new TypeError('apiKey: required, an API key such as psk_… (make one with `npx petstore keys create --name NAME`)')
+    }
     this.baseUrl = options.baseUrl.replace(/\/+$/, '')
     this.apiKey = options.apiKey
     this.fetch = options.fetch ?? globalThis.fetch
