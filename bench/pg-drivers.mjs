@@ -5,7 +5,7 @@
 // backend) and PgBouncer's, from /proc schedstat, and latency percentiles. Modes are interleaved
 // over BENCH_DRIVERS_ROUNDS (3) rounds of BENCH_DRIVERS_SECONDS (3) at BENCH_DRIVERS_RATE (1000/s);
 // medians are printed. The measurement behind the driver and protocol choice in
-// docs/performance.md ("What a PostgreSQL read costs").
+// docs/explanation/performance.md.
 //
 // `postgres` (porsager's driver) is not a dependency of the service: install it for this bench only
 // (`npm install --no-save postgres@3`); without it its rows are skipped.

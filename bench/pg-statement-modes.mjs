@@ -4,7 +4,7 @@
 // and through PgBouncer in transaction mode. 32 concurrent loops over a pool of 10, 3 rounds of
 // BENCH_MODES_SECONDS (2) each, interleaved; reports reads/s and the client's CPU per read (the
 // figure the scheduler of a shared machine skews least). The measurement behind the choice in
-// docs/scaling.md ("Timeouts and prepared statements through a pooler").
+// docs/explanation/scaling.md.
 import { cpus, loadavg } from 'node:os'
 import pg from 'pg'
 import { startCluster } from '../scripts/pg-cluster.mjs'

@@ -1,6 +1,6 @@
 // `npm run bench`: the service (production build in dist/, as `npm start` runs it) side by side with
 // a raw node:http baseline answering the same bytes from memory. Loopback only, bounded (~5 min with scenario 8).
-// See docs/performance.md for what each scenario means and how to read the table.
+// See docs/explanation/performance.md for what each scenario means and how to read the table.
 // `npm run bench -- --only=pg` (or BENCH_ONLY=pg) runs scenario 8 (PostgreSQL) alone; `--only=cold`
 // runs scenario 7 (cold start on a 1M-pet store, next to a bare node:http process) alone; `--only=reads`
 // runs the read scenarios 1–2 and 8.1–8.2 alone (about a minute), for work on the hot path;

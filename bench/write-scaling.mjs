@@ -4,7 +4,7 @@
 // creates per commit (group commit), WAL flushes, how many transactions wait for the insert lock
 // (sampled from pg_locks), and the CPU each component used. Loopback only, bounded (~1 min with the
 // defaults; BENCH_SCALE_DURATION seconds per run). Writes bench/results/scaling.{json,md}.
-// See docs/performance.md (write scaling) and docs/scaling.md.
+// See docs/explanation/performance.md (write scaling) and docs/explanation/scaling.md.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'

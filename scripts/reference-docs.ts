@@ -147,7 +147,7 @@ function errorsReference (): string {
 Every error the API answers is a JSON \`Error\` object with the HTTP status repeated in the body:
 
 \`\`\`json
-{ "code": "validation_failed", "message": "body must have required property 'name'", "status": 400 }
+{ "code": "validation_failed", "message": "body field 'name' is required", "status": 400 }
 \`\`\`
 
 Branch on \`code\`; \`message\` is for people and may change. The codes are stable:

@@ -1,7 +1,7 @@
 // Runs every test file under test/ with node's test runner (Node 20's `node --test` takes no globs).
 // `npm test -- test/pets` narrows to files whose path contains one of the arguments.
 //
-// What the suite starts itself (README, "Tests"): a PostgreSQL cluster (one throwaway cluster serves
+// What the suite starts itself (docs/how-to/run-tests.md): a PostgreSQL cluster (one throwaway cluster serves
 // the whole run; each test makes its own database in it; its admin URL reaches the tests as
 // PETSTORE_TEST_PG_URL; set that variable yourself to use a server of your own, whose user needs
 // CREATEDB), a PgBouncer in transaction mode in front of it (PETSTORE_TEST_PGBOUNCER_URL, or set

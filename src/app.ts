@@ -43,7 +43,7 @@ export interface AppOptions {
 
 /**
  * Builds the service without listening: one plugin per concern, registered in the order a request
- * meets them (see README, Architecture). Each plugin installs its own hooks and its own clean-up;
+ * meets them (docs/explanation/architecture.md). Each plugin installs its own hooks and its own clean-up;
  * the checks every request meets on arrival (request id to overload) and before its body (404/405
  * to 100-continue) run as one synchronous hook per stage (request-checks.ts), in this same order.
  * The store is the caller's until the app is built; from then on it is closed when the app closes,

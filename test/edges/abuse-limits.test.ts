@@ -52,7 +52,7 @@ describe('failed-attempt limit per address', () => {
     assert.equal(other.statusCode, 401)
   })
 
-  it('with TRUST_PROXY=loopback, a client that connects directly over loopback chooses its own address (README: bind where only the proxy reaches)', async (t) => {
+  it('with TRUST_PROXY=loopback, a client that connects directly over loopback chooses its own address (docs/reference/behaviour.md: bind where only the proxy reaches)', async (t) => {
     const ta = await buildTestApp(t, { env: { RATE_LIMIT_ANON_MAX: '2', TRUST_PROXY: 'loopback' } })
     // No proxy appends anything: the client's own X-Forwarded-For is believed, so rotating it dodges the limit.
     const codes: number[] = []

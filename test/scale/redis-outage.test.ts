@@ -6,7 +6,7 @@ import { tempDir } from '../helpers/app.js'
 import { runCli, runServerToExit, startServer, waitForOutput } from '../helpers/process.js'
 import { freePort, startRedisServer } from '../helpers/redis.js'
 
-/** How an instance's clients fare when the Redis that holds the shared rate-limit counters fails (docs/scaling.md). */
+/** How an instance's clients fare when the Redis that holds the shared rate-limit counters fails (docs/explanation/scaling.md). */
 describe('Redis outage (compiled server)', () => {
   it('lets requests through unlimited while Redis is down, warns at most every 10 s, and limits again once Redis is back', async (t) => {
     const redis = await startRedisServer(t)

@@ -14,7 +14,7 @@ import { onCleanup } from '../helpers/cleanup.js'
 
 /*
  * The OWASP API Security Top 10 (2023), item by item. Each describe is one item: tests where the
- * service has something to get right, a written reason (here and in docs/reliability.md) where not.
+ * service has something to get right, a written reason (here and in docs/explanation/reliability.md) where not.
  */
 const json = (auth: Record<string, string>) => ({ ...auth, 'content-type': 'application/json' })
 
@@ -75,7 +75,7 @@ describe('API2:2023 Broken Authentication', () => {
     const res = await ta.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${nearlyRight}` } })
     assert.equal(res.statusCode, 401)
     assert.deepEqual(seen, [hashApiKey(nearlyRight)])
-    // And the timings, reported (not asserted: the machine is shared) for docs/reliability.md.
+    // And the timings, reported (not asserted: the machine is shared) for docs/explanation/reliability.md.
     const sample = async (candidate: string) => {
       const t0 = process.hrtime.bigint()
       await ta.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${candidate}` } })

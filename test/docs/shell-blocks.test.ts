@@ -1,0 +1,193 @@
+// requires: postgresql, pgbouncer
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, it, type TestContext } from 'node:test'
+import pg from 'pg'
+import { startPgBouncer } from '../../scripts/pgbouncer.mjs'
+import { createTestDatabase, tempDir, testClusterUrl } from '../helpers/app.js'
+import { onCleanup } from '../helpers/cleanup.js'
+import { killAtExit } from '../helpers/exit-watch.js'
+import { childEnv, ROOT } from '../helpers/process.js'
+import { freePort } from '../helpers/server.js'
+
+/*
+ * The shell blocks of docs/tutorial.md and docs/how-to/*.md, run as a reader would: in order, in one
+ * bash session (set -euo pipefail), from a project folder, against the build. A block's fence says
+ * what it is: `sh run` is run, `sh run-background` is started and left running (the next block runs
+ * once the server it starts answers /readyz; it gets SIGTERM at the end), `sh example` is shown
+ * only. Every shell block must say one of them.
+ *
+ * The commands run in the project folder, as the docs say (npx finds `petstore` there). The
+ * docs' addresses are the usual ones; the run substitutes its own: 127.0.0.1:8080 → a free port,
+ * 127.0.0.1:5432 → the test cluster. The store is the one DATABASE_URL names (the docs rely on the
+ * default; the test sets it), on SQLite or PostgreSQL.
+ */
+
+const DOCS = join(ROOT, 'docs')
+const SHELL = new Set(['sh', 'bash', 'shell'])
+const KINDS = new Set(['run', 'run-background', 'example'])
+/** What the runnable blocks write into the project folder. */
+const DOC_WRITTEN = ['backups/first.db', 'backups/petstore-before-move.db']
+
+interface Block { file: string, line: number, kind: string, text: string, lang: string }
+
+function blocks (file: string): Block[] {
+  const out: Block[] = []
+  const lines = readFileSync(file, 'utf8').split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\S*)\s*(.*)$/.exec(lines[i]!)
+    if (open === null || open[1] === '') continue
+    const start = i
+    const body: string[] = []
+    for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i]!)
+    out.push({ file, line: start + 1, lang: open[1]!, kind: open[2]!.trim(), text: body.join('\n') })
+  }
+  return out
+}
+
+const howTos = (): string[] => readdirSync(join(DOCS, 'how-to')).filter(f => f.endsWith('.md')).map(f => join(DOCS, 'how-to', f))
+const shellBlocks = (file: string): Block[] => blocks(file).filter(b => SHELL.has(b.lang))
+
+/**
+ * The project folder, where a reader runs the commands, and a scratch folder for what the test keeps
+ * apart (logs, the store). The files the docs write into the project folder (backups/, ignored by
+ * git) are removed when the test ends.
+ */
+function projectFolder (t: TestContext): string {
+  onCleanup(t, () => {
+    for (const file of DOC_WRITTEN) rmSync(join(ROOT, file), { force: true })
+    try {
+      rmdirSync(join(ROOT, 'backups'))
+    } catch {} // not empty: files of the reader's own
+  })
+  return tempDir(t, 'petstore-docs-')
+}
+
+/** The bash script of a page's blocks: `run` blocks as they are, `run-background` ones in the background until /readyz answers. */
+function script (list: Block[], port: number, pgHostPort: string | undefined): string {
+  // eslint-disable-next-line no-template-curly-in-string -- bash, not a template
+  const lines = ['set -euo pipefail', 'background=()', "trap 'for p in \"${background[@]}\"; do kill -TERM -- \"-$p\" 2>/dev/null || true; done; wait' EXIT", 'set -m']
+  for (const b of list) {
+    let text = b.text.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`)
+    if (pgHostPort !== undefined) text = text.replaceAll('127.0.0.1:5432', pgHostPort)
+    lines.push(`echo '--- ${b.file.slice(ROOT.length)}:${b.line}' >&2`)
+    if (b.kind === 'run') {
+      lines.push(text)
+    } else {
+      // Its own process group (set -m), so SIGTERM reaches npm and the server it starts.
+      lines.push(`( ${text} ) > "$LOG_DIR/background-${b.line}.log" 2>&1 &`, 'background+=($!)')
+      lines.push(`for i in $(seq 1 200); do curl -sf -o /dev/null http://127.0.0.1:${port}/readyz && break; sleep 0.1; done`)
+      lines.push(`curl -sf -o /dev/null http://127.0.0.1:${port}/readyz || { cat "$LOG_DIR"/background-*.log >&2; exit 1; }`)
+    }
+  }
+  return lines.join('\n') + '\n'
+}
+
+async function runBash (t: TestContext, scratch: string, text: string, env: Record<string, string>): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const file = join(scratch, `blocks-${Date.now()}.sh`)
+  writeFileSync(file, text)
+  const child = spawn('bash', [file], { cwd: ROOT, env: childEnv({ ...env, LOG_DIR: scratch }), stdio: ['ignore', 'pipe', 'pipe'] })
+  killAtExit(child)
+  onCleanup(t, () => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+  const code = await new Promise<number | null>(resolve => child.once('close', resolve))
+  return { code, stdout, stderr }
+}
+
+/** A fresh database of the test cluster, or a SQLite file in `dir`. */
+async function storeUrl (t: TestContext, store: 'sqlite' | 'postgres', dir: string): Promise<string> {
+  return store === 'sqlite' ? `sqlite:${join(dir, 'data', 'petstore.db')}` : await createTestDatabase(t)
+}
+
+describe('the shell blocks of the tutorial and the how-tos', () => {
+  it('are each marked run, run-background or example', () => {
+    for (const file of [join(DOCS, 'tutorial.md'), ...howTos()]) {
+      for (const b of shellBlocks(file)) {
+        assert.ok(KINDS.has(b.kind), `${b.file.slice(ROOT.length)}:${b.line}: a \`${b.lang}\` block must be marked run, run-background or example (got '${b.kind}')`)
+      }
+    }
+  })
+
+  for (const store of ['sqlite', 'postgres'] as const) {
+    it(`docs/tutorial.md runs from start to end on ${store}`, { timeout: 180_000 }, async (t) => {
+      const dir = projectFolder(t)
+      const port = await freePort()
+      const list = shellBlocks(join(DOCS, 'tutorial.md')).filter(b => b.kind !== 'example')
+      assert.ok(list.some(b => b.kind === 'run-background'), 'the tutorial starts a server')
+      const env = { DATABASE_URL: await storeUrl(t, store, dir), PORT: String(port), FIRST_KEY_FILE: join(dir, 'first-api-key.txt') }
+      const r = await runBash(t, dir, script(list, port, undefined), env)
+      assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
+      // What the tutorial promises along the way.
+      assert.match(r.stdout, /"name":"Rex","categoryId":3,"status":"pending"/)
+      assert.match(r.stdout, /^link: <\/v1\/pets\?limit=2&cursor=[^>]+>; rel="next"/im)
+      assert.match(r.stdout, /^deprecation: @\d+/im)
+      assert.match(r.stdout, /"code":"validation_failed"/)
+      const replays = r.stdout.match(/"name":"Oscar"[^}]*}/g) ?? []
+      assert.equal(replays.length, 2)
+      assert.equal(replays[0], replays[1], 'the retried create answered the same pet')
+    })
+  }
+
+  it('docs/how-to/postgresql.md moves a SQLite store with data into a new role\'s database', { timeout: 180_000 }, async (t) => {
+    const dir = projectFolder(t)
+    const port = await freePort()
+    const admin = testClusterUrl()
+    const cluster = new URL(admin)
+    const sqlite = `sqlite:${join(dir, 'data', 'petstore.db')}`
+    // The store a team starts with: a key and a pet.
+    const seed = await runBash(t, dir, `set -euo pipefail
+KEY=$(npx petstore keys create --name before --create)
+echo "$KEY"
+`, { DATABASE_URL: sqlite })
+    assert.equal(seed.code, 0, seed.stderr)
+    const client = new pg.Client({ connectionString: admin })
+    await client.connect()
+    onCleanup(t, async () => {
+      try {
+        await client.query('DROP DATABASE IF EXISTS petstore WITH (FORCE)')
+        await client.query('DROP ROLE IF EXISTS petstore')
+      } finally {
+        await client.end()
+      }
+    })
+    const list = shellBlocks(join(DOCS, 'how-to', 'postgresql.md')).filter(b => b.kind !== 'example')
+    const r = await runBash(t, dir, script(list, port, `${cluster.hostname}:${cluster.port}`) + `
+curl -sS --fail-with-body http://127.0.0.1:${port}/v1/pets -H "Authorization: Bearer ${seed.stdout.trim()}"
+`, { DATABASE_URL: sqlite, PORT: String(port), PG_ADMIN_URL: admin, FIRST_KEY_FILE: join(dir, 'first-api-key.txt') })
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
+    assert.match(r.stdout, /"status":"ok"/)
+    assert.match(r.stdout.trim(), /\[\]$/, 'the key made on SQLite authenticates on PostgreSQL')
+    const owner = await client.query("SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = 'petstore'")
+    assert.equal(owner.rows[0]?.owner, 'petstore')
+  })
+
+  it('docs/how-to/pgbouncer.md: PgBouncer runs with its pgbouncer.ini settings, and the service through it', { timeout: 120_000 }, async (t) => {
+    const ini = blocks(join(DOCS, 'how-to', 'pgbouncer.md')).find(b => b.lang === 'ini')
+    assert.ok(ini !== undefined, 'the how-to has a pgbouncer.ini')
+    const section = ini.text.slice(ini.text.indexOf('[pgbouncer]'))
+    const settings: Record<string, string> = {}
+    for (const line of section.split('\n').slice(1)) {
+      const m = /^(\w+)\s*=\s*(.*)$/.exec(line.trim())
+      if (m !== null) settings[m[1]!] = m[2]!
+    }
+    assert.equal(settings.pool_mode, 'transaction')
+    // Where it listens and how it authenticates are this machine's; every other setting is the how-to's.
+    for (const local of ['listen_addr', 'listen_port', 'auth_type', 'auth_file']) Reflect.deleteProperty(settings, local)
+    const database = await createTestDatabase(t)
+    const bouncer = await startPgBouncer(database, settings)
+    onCleanup(t, () => bouncer.destroy())
+    const dir = projectFolder(t)
+    const r = await runBash(t, dir, `set -euo pipefail
+npx petstore migrate
+KEY=$(npx petstore keys create --name through-pgbouncer)
+test -n "$KEY"
+`, { DATABASE_URL: bouncer.url, PG_PREPARED_STATEMENTS: 'off' })
+    assert.equal(r.code, 0, r.stderr)
+    assert.match(r.stderr, /store: PostgreSQL database/)
+  })
+})
