@@ -7,7 +7,7 @@ const needsMetadata = Symbol.for('pino.metadata')
 const MESSAGE = 'request completed'
 const INFO = 30
 
-/** What one access line says about a finished request (README, "Logs"). */
+/** What one access line says about a finished request (docs/reference/behaviour.md, "Logs"). */
 export interface Access {
   keyId: number | undefined
   method: string

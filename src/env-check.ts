@@ -10,7 +10,7 @@
  * check is a loop over its properties; a keyword this file does not know makes it throw rather
  * than skip a check.
  *
- * Decisions that differ from env-schema's (README, Decisions): only `env` is read (env-schema also
+ * Decisions that differ from env-schema's (docs/explanation/spec-decisions.md): only `env` is read (env-schema also
  * merged process.env under the object it was given); an integer is written in decimal digits with
  * an optional sign (Ajv's type coercion also took `0x10`, `1e3` or ` 80`).
  */
@@ -40,7 +40,7 @@ export function checkEnv (schema: ObjectSchema, env: NodeJS.ProcessEnv): { value
   return { values, errors }
 }
 
-/** What is wrong with one value (in Ajv's words, which the README's examples use), or undefined. */
+/** What is wrong with one value (in Ajv's words), or undefined. */
 function check (name: string, s: PropertySchema, raw: string): string | undefined {
   let n = NaN
   if (s.type === 'integer') {

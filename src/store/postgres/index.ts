@@ -57,7 +57,7 @@ const insertedIds = (res: { rows: unknown[] }): bigint[] => (res.rows as Array<{
 /**
  * The reads behind a read-cache miss. Each is served by an index in key order, with no sort and no
  * sequential scan, at any table size (test/store/postgres-plans.test.ts; EXPLAIN ANALYZE over 1M
- * pets in docs/performance.md): get by the primary key; a page by the primary key's range; a
+ * pets in docs/explanation/performance.md): get by the primary key; a page by the primary key's range; a
  * filtered page by (status, id), or the primary key's range with the filter when the status is
  * common enough — the planner chooses by the value, which is why that one is never a named
  * statement in auto mode (connection.ts).
