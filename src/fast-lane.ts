@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
-import type { FastifyInstance, FastifySchema, FastifySchemaCompiler, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifySchemaCompiler, RouteOptions } from 'fastify'
 import FindMyWay from 'find-my-way'
 import { hasBody } from './plugins/before-body.js'
 import { edgeProblem, NOSNIFF } from './plugins/hardening.js'
@@ -59,11 +59,13 @@ type Plugins = Pick<FastifyInstance, 'admission' | 'recordResponse' | 'draining'
 
 type Validate = (data: unknown) => { value?: unknown, error?: unknown }
 
-/** A GET route as the lane's router holds it; `read` and the validators only for a cached read. */
+/**
+ * A GET route as the lane's router holds it: its options as Fastify has them (url, schema, config,
+ * as every onRoute hook left them), and for a cached read its validators, made when the lane opens.
+ */
 interface Route {
-  url: string
-  schema: FastifySchema | undefined
-  read: CachedRead | undefined
+  opts: RouteOptions
+  read?: CachedRead
   params?: Validate
   query?: Validate
   headers?: Validate
@@ -104,7 +106,7 @@ export class FastLane {
   readonly onRoute = (route: RouteOptions): void => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (!methods.includes('GET')) return
-    const r: Route = { url: route.url, schema: route.schema, read: route.config?.cachedRead }
+    const r: Route = { opts: route }
     this.routes.push(r)
     this.router.on('GET', route.url, () => {}, r)
   }
@@ -114,12 +116,14 @@ export class FastLane {
     const compile = app.validatorCompiler as FastifySchemaCompiler<unknown> | undefined
     if (compile === undefined) throw new Error('fast lane: the app has no validator compiler')
     for (const r of this.routes) {
-      if (r.read === undefined) continue
-      const part = (schema: unknown, httpPart: string): Validate =>
-        schema === undefined ? PASS : compile({ schema, method: 'GET', url: r.url, httpPart }) as Validate
-      r.params = part(r.schema?.params, 'params')
-      r.query = part(r.schema?.querystring, 'querystring')
-      r.headers = part(r.schema?.headers, 'headers')
+      const { url, schema, config } = r.opts
+      if (config?.cachedRead === undefined) continue
+      const part = (s: unknown, httpPart: string): Validate =>
+        s === undefined ? PASS : compile({ schema: s, method: 'GET', url, httpPart }) as Validate
+      r.params = part(schema?.params, 'params')
+      r.query = part(schema?.querystring, 'querystring')
+      r.headers = part(schema?.headers, 'headers')
+      r.read = config.cachedRead
     }
     this.plugins = app
   }
@@ -154,7 +158,7 @@ export class FastLane {
     p.metrics.fastLane.inc()
     // Fastify's own request logger for the request, bound to its id under Fastify's label.
     const log = p.childLoggerFactory.call(p as FastifyInstance, p.log, { reqId }, {}, req)
-    const routeUrl = route!.url
+    const routeUrl = route!.opts.url
     res.on('finish', () => { p.recordResponse(log, keyId, 'GET', routeUrl, url, reply.status, performance.now() - start) })
     if (body === undefined) {
       res.writeHead(reply.status, reply.headers)
