@@ -196,7 +196,8 @@ interface OpenApiResponse { description?: string, $ref?: string }
 interface OpenApiOperation { operationId?: string, summary?: string, deprecated?: boolean, responses?: Record<string, OpenApiResponse>, servers?: unknown[] }
 interface OpenApiDocument { paths: Record<string, Record<string, OpenApiOperation>>, components?: { responses?: Record<string, OpenApiResponse> }, 'x-unrouted-requests'?: { description?: string, responses?: Record<string, OpenApiResponse> } }
 
-const firstSentence = (text: string): string => (text.split('\n')[0] ?? '').replace(/;? ?`code` is( one of)?:?$/, '').replace(/\.$/, '')
+// An error response's description names its codes after the status text; the table has them in a column of their own.
+const firstSentence = (text: string): string => (text.split('\n')[0] ?? '').replace(/: an `Error` whose `code` .*$/, '').replace(/\.$/, '')
 
 function httpApiReference (): string {
   const document = JSON.parse(readFileSync(`${ROOT}openapi/openapi.json`, 'utf8')) as OpenApiDocument
@@ -229,6 +230,26 @@ The OpenAPI document is the full contract (schemas, headers, examples): \`GET /o
 running server, [openapi/openapi.json](../../openapi/openapi.json) in the repository, and the
 \`/docs\` page. Operations under \`/v1\` need \`Authorization: Bearer <API_KEY>\`; the health checks do
 not. The codes are explained in [errors.md](errors.md).
+
+## Rules every request follows
+
+- Every operation under \`/v1\` needs \`Authorization: Bearer <API_KEY>\`
+  (\`npx petstore keys create --name NAME\`); without a valid key the answer is 401 before anything
+  else is looked at.
+- Every error is an \`Error\` object (\`code\`, \`message\`, \`status\`); branch on \`code\`.
+- Every response carries \`X-Request-Id\`: the client's own when it is 1–128 characters of
+  \`A-Za-z0-9._:-\`, else a new UUID; the server's log line for the request carries it too.
+- A path under \`/v1\` that is not listed answers 404 \`not_found\`; a listed path with another method
+  answers 405 \`method_not_allowed\` with \`Allow\`, for every method and before any body is read
+  (the document's \`x-unrouted-requests\`, and the last section below).
+- A request the HTTP parser refuses never reaches an operation: it is answered with an Error and
+  the connection closed — 400 \`bad_request\` for a malformed request line, header or framing, an
+  HTTP/1.1 request without \`Host\`, or \`Host\`, \`Authorization\` or \`Content-Type\` sent twice;
+  408 \`request_timeout\`; 431 \`header_too_large\`.
+- An \`Expect\` other than \`100-continue\` is 417 \`expectation_failed\`; \`100 Continue\` is sent only
+  after authentication, routing and the size check.
+- \`id\` and \`categoryId\` are int64: parse them without rounding (the typed client gives them as
+  \`bigint\`).
 
 ${sections.join('\n\n')}
 `
