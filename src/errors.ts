@@ -9,6 +9,8 @@ export const ERROR_CODES = {
   invalid_parameter: { status: 400, description: 'A query or path parameter is malformed, out of range, repeated, unknown, or a cursor is tampered with or reused with another filter.' },
   invalid_json: { status: 400, description: 'The request body is not valid UTF-8 JSON, or uses a forbidden key such as __proto__.' },
   unauthorized: { status: 401, description: 'The bearer API key is missing, malformed, unknown or revoked.' },
+  key_expired: { status: 401, description: 'The bearer API key has expired (`WWW-Authenticate` says so too); use its successor.' },
+  insufficient_scope: { status: 403, description: 'The API key is valid but lacks the scope this operation needs, named in `WWW-Authenticate` (`scope="…"`); use a key that holds it.' },
   not_found: { status: 404, description: 'No such route, or no animal with that id.' },
   method_not_allowed: { status: 405, description: 'The route exists but not for this method; see the Allow header.' },
   request_timeout: { status: 408, description: 'The whole request was not received within REQUEST_TIMEOUT_MS; the connection is closed.' },

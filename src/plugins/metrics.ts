@@ -83,6 +83,8 @@ function routeDurations (prom: PromClient, registers: Registry[], series: Map<st
  */
 export class Metrics {
   readonly rateLimited = new LabelledTally<'scope'>()
+  /** Requests the authentication policy refused, by reason (never a key, a hash or an id): see AuthRefusal. */
+  readonly authRefusals = new LabelledTally<'reason'>()
   readonly overloaded = new LabelledTally()
   readonly storeErrors = new LabelledTally<'store'>()
   /** Requests the fast lane answered (fast-lane.ts); each is also in every other count, as if Fastify had. */
@@ -133,6 +135,15 @@ export class Metrics {
     }
     // eslint-disable-next-line no-new
     new Counter({ name: 'petstore_rate_limited_total', help: 'Requests refused with 429, by limit: key (per API key) or address (failed authentication per client address).', labelNames: ['scope'], registers, collect: tallied(this.rateLimited) })
+    // eslint-disable-next-line no-new
+    new Counter({
+      name: 'petstore_auth_refusals_total',
+      help: 'Requests refused by authentication or authorization, by reason: missing (no bearer key), unknown (not a key issued here, or malformed), ' +
+        'revoked, expired (401), insufficient_scope (403: a valid key without the operation\'s scope).',
+      labelNames: ['reason'],
+      registers,
+      collect: tallied(this.authRefusals)
+    })
     // eslint-disable-next-line no-new
     new Counter({ name: 'petstore_overload_rejections_total', help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.', registers, collect: tallied(this.overloaded) })
     // eslint-disable-next-line no-new

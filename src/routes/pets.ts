@@ -12,7 +12,7 @@ import {
   PetSchema, PetsSchema, type ListPetsQuery, type NewPet, type Pet
 } from '../schemas/pets.js'
 import { Ref } from '../schemas/common.js'
-import { errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
+import { AUTHORIZATION_CODES, errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
 import type { PageQuery, PetReads, Representation } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
@@ -96,10 +96,10 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       response: {
         200: jsonResponse('A page of animals (an empty array when there are none).', PetsSchema, { Link: Headers.linkNext, ...cacheHeaders, ...RateLimitHeaders }),
         304: notModified({ Link: Headers.linkNext, ...RateLimitHeaders }),
-        ...errorResponses(['invalid_parameter', 'unauthorized', 'precondition_failed', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
+        ...errorResponses(['invalid_parameter', ...AUTHORIZATION_CODES, 'precondition_failed', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     },
-    config: { cachedRead: listPets }
+    config: { scope: 'pets:read', cachedRead: listPets }
   }, (request, reply) => {
     const q = request.query
     const page = pageOf(q)
@@ -114,6 +114,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   })
 
   app.post('/pets', {
+    config: { scope: 'pets:write' },
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
@@ -127,7 +128,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       headers: CreatePetHeadersSchema,
       response: {
         201: jsonResponse('The animal as stored, with its assigned id.', Ref(PetSchema), { Location: Headers.location, 'Idempotent-Replayed': Headers.idempotentReplayed, ...RateLimitHeaders }),
-        ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', 'unauthorized', 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'rate_limited', 'internal_error', 'service_unavailable'], RateLimitHeaders)
+        ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', ...AUTHORIZATION_CODES, 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     }
   }, async (request, reply) => {
@@ -195,10 +196,10 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       response: {
         200: jsonResponse('The animal.', Ref(PetSchema), { ...deprecationHeaders, ...cacheHeaders, ...RateLimitHeaders }),
         304: notModified({ ...deprecationHeaders, ...RateLimitHeaders }),
-        ...errorResponses(['invalid_parameter', 'unauthorized', 'not_found', 'gone', 'precondition_failed', 'rate_limited', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
+        ...errorResponses(['invalid_parameter', ...AUTHORIZATION_CODES, 'not_found', 'gone', 'precondition_failed', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
       }
     },
-    config: { cachedRead: getPet },
+    config: { scope: 'pets:read', cachedRead: getPet },
     // Runs for every response of this operation, errors (401 included) too.
     // Both hooks callback-style: an async hook costs a promise per request.
     onSend: (_request, reply, payload, done) => {

@@ -1,12 +1,37 @@
 import { randomBytes } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, RouteOptions } from 'fastify'
 import type { Config } from '../config.js'
 import idempotencyPurge from '../plugins/idempotency-purge.js'
+import { ALL_SCOPES, isScope, type Scope } from '../schemas/scopes.js'
 import { CursorCodec } from '../services/cursor.js'
 import { PetReads } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
 import petRoutes from './pets.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope an API key needs for this route: every route under /v1 declares one, here only. */
+    scope?: Scope
+  }
+}
+
+/**
+ * Checks, as each route is added under /v1, that it declares the scope a key needs (`config.scope`,
+ * enforced by the authentication policy) and lists the 403 that refuses a key without it; and
+ * writes the operation's security requirement in the OpenAPI document from that one declaration.
+ * A route added later without them fails the start, not a request.
+ */
+function requireScope (route: RouteOptions): void {
+  const where = `${String(route.method)} ${route.url}`
+  const scope = route.config?.scope
+  if (scope === undefined || !isScope(scope)) throw new Error(`route ${where} must declare the scope a key needs in config.scope (one of ${ALL_SCOPES.join(', ')})`)
+  const schema = route.schema ?? {}
+  if ((schema.response as Record<string, unknown> | undefined)?.[403] === undefined) {
+    throw new Error(`route ${where} needs scope ${scope}: its responses must list insufficient_scope (AUTHORIZATION_CODES)`)
+  }
+  route.schema = { ...schema, security: [{ bearerAuth: [scope] }] }
+}
 
 export interface V1Options {
   config: Readonly<Config>
@@ -23,6 +48,7 @@ export interface V1Options {
 export default async function v1Routes (app: FastifyInstance, opts: V1Options): Promise<void> {
   const { config, store, now } = opts
   app.addHook('onRequest', app.authenticate)
+  app.addHook('onRoute', requireScope)
 
   // The cursor key lives in the store, so every instance accepts every other instance's cursors.
   const cursorSecret = await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))

@@ -31,7 +31,7 @@ export const Headers = {
   linkSuccessor: header('The replacement of this deprecated operation (RFC 8288 successor-version).', { pattern: '^</v1/pets>; rel="successor-version"$', example: '</v1/pets>; rel="successor-version"', 'x-required': true }),
   deprecation: header('When this operation was deprecated: `@` and Unix seconds (RFC 9745).', { pattern: '^@-?[0-9]+$', example: '@1767225600', 'x-required': true }),
   sunset: header('When this operation is removed, as an HTTP date (RFC 8594); from then on it answers 410.', { example: 'Thu, 05 Dec 2030 00:00:00 GMT', 'x-required': true }),
-  wwwAuthenticate: header('The bearer challenge (RFC 6750): `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused.', { pattern: '^Bearer realm="petstore"', example: 'Bearer realm="petstore", error="invalid_token"', 'x-required': true }),
+  wwwAuthenticate: header('The bearer challenge (RFC 6750): `Bearer realm="petstore"`, plus `error="invalid_token"` and an `error_description` when a key was sent but refused (401), or `error="insufficient_scope"` and the `scope` the operation needs when the key lacks it (403).', { pattern: '^Bearer realm="petstore"', example: 'Bearer realm="petstore", error="invalid_token"', 'x-required': true }),
   retryAfter: header('Seconds to wait before retrying.', { pattern: '^[0-9]+$', example: '1', 'x-required': true }),
   etag: header('Strong entity tag of this representation; send it back in `If-None-Match` to get 304 when nothing changed.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
   etagNotModified: header('The entity tag the client already holds.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
@@ -67,6 +67,7 @@ export function jsonResponse (description: string, schema: TSchema, headers: Hea
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not found',
   405: 'Method not allowed',
   408: 'Request timeout',
@@ -86,7 +87,7 @@ const STATUS_TEXT: Record<number, string> = {
 
 /** Headers an error of this status always carries, wherever it comes from. */
 function headersFor (status: number): HeaderMap {
-  if (status === 401) return { 'WWW-Authenticate': Headers.wwwAuthenticate }
+  if (status === 401 || status === 403) return { 'WWW-Authenticate': Headers.wwwAuthenticate }
   if (status === 503 || status === 429) return { 'Retry-After': Headers.retryAfter }
   return {}
 }
@@ -98,6 +99,14 @@ function headersFor (status: number): HeaderMap {
  * or by shutdown and overload shedding.
  */
 export const EDGE_CODES = ['bad_request', 'request_timeout', 'expectation_failed', 'header_too_large', 'service_unavailable'] as const satisfies readonly ErrorCode[]
+
+/**
+ * What the authentication policy (plugins/auth.ts) can answer to any /v1 request before it reaches
+ * an operation: no key, a refused or expired one (401), or over a limit (429).
+ */
+export const AUTHENTICATION_CODES = ['unauthorized', 'key_expired', 'rate_limited'] as const satisfies readonly ErrorCode[]
+/** ...and to a request for an operation, which needs a scope (its `config.scope`): 403 when the key lacks it. */
+export const AUTHORIZATION_CODES = [...AUTHENTICATION_CODES, 'insufficient_scope'] as const satisfies readonly ErrorCode[]
 
 /**
  * The error responses of an operation, from the catalogue codes it can answer (the edge codes

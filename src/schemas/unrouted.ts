@@ -1,4 +1,4 @@
-import { EDGE_CODES } from './responses.js'
+import { AUTHENTICATION_CODES, EDGE_CODES } from './responses.js'
 import { ERROR_CODES, type ErrorCode } from '../errors.js'
 
 type Json = Record<string, unknown>
@@ -7,7 +7,7 @@ const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` }
 const errorContent = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
 
 /** Codes a request that matches no operation can get: the edge codes, and the router's and /v1's own. */
-const UNROUTED_CODES: ErrorCode[] = [...new Set<ErrorCode>([...EDGE_CODES, 'invalid_parameter', 'unauthorized', 'not_found', 'method_not_allowed', 'rate_limited'])]
+const UNROUTED_CODES: ErrorCode[] = [...new Set<ErrorCode>([...EDGE_CODES, 'invalid_parameter', ...AUTHENTICATION_CODES, 'not_found', 'method_not_allowed'])]
 
 function errorResponse (status: number, codes: ErrorCode[]): Json {
   const headers: Json = { 'X-Request-Id': header('X-Request-Id') }

@@ -1,5 +1,6 @@
 import crypto, { createHash, randomBytes } from 'node:crypto'
-import type { ApiKeyRecord, Store } from '../store/store.js'
+import type { Scope } from '../schemas/scopes.js'
+import type { ApiKeyGrant, ApiKeyRecord, Store } from '../store/store.js'
 
 /** Prefix of every key, so secret scanners can recognise a leaked one. */
 export const API_KEY_PREFIX = 'psk_'
@@ -12,11 +13,31 @@ export function hashApiKey (key: string): string {
 // crypto.hash (Node ≥ 20.12) skips the Hash object: measurably cheaper on every authenticated request.
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash
 
-/** Creates a key with 256 random bits; the secret is returned here once and never stored. */
-export async function createApiKey (store: Store, name: string, now = new Date()): Promise<{ key: string, record: ApiKeyRecord }> {
+/**
+ * Creates a key with 256 random bits; the secret is returned here once and never stored. Without
+ * `scopes` it holds every scope; without `expiresAt` it never expires.
+ */
+export async function createApiKey (
+  store: Store,
+  name: string,
+  opts: { scopes?: readonly Scope[], expiresAt?: Date | null } = {},
+  now = new Date()
+): Promise<{ key: string, record: ApiKeyRecord }> {
   const key = API_KEY_PREFIX + randomBytes(32).toString('base64url')
-  const record = await store.createApiKey({ name, hash: hashApiKey(key), createdAt: now })
+  const record = await store.createApiKey({ name, hash: hashApiKey(key), createdAt: now, scopes: opts.scopes, expiresAt: opts.expiresAt })
   return { key, record }
+}
+
+/**
+ * Whether a key works at `now` (ms): revoked from its revocation time on (a revocation set for later
+ * is scheduled: the key works until then), expired from its expiry on, active otherwise. A key both
+ * revoked and expired is revoked: that was decided about it.
+ */
+export type KeyState = 'active' | 'expired' | 'revoked'
+export function keyState (key: Pick<ApiKeyGrant, 'expiresAt' | 'revokedAt'>, now: number): KeyState {
+  if (key.revokedAt !== null && key.revokedAt.getTime() <= now) return 'revoked'
+  if (key.expiresAt !== null && key.expiresAt.getTime() <= now) return 'expired'
+  return 'active'
 }
 
 interface CacheEntry { id: number | undefined, expires: number }
@@ -125,7 +146,7 @@ export class ApiKeyVerifier {
     try {
       const hash = hashApiKey(key)
       const found = await this.store.findApiKeyByHash(hash)
-      const id = found === undefined || found.revoked ? undefined : found.id
+      const id = found === undefined || keyState(found, Date.now()) !== 'active' ? undefined : found.id
       this.rememberValid(hash, id !== undefined)
       if (this.cache.size >= this.maxEntries) this.cache.clear()
       this.cache.set(key, { id, expires: Date.now() + this.ttlMs })

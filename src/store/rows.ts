@@ -7,15 +7,21 @@
  */
 import { INT64_MIN } from '../schemas/int64.js'
 import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
-import type { ApiKeyRecord, ListPetsParams } from './store.js'
+import { parseScopesText } from '../schemas/scopes.js'
+import type { ApiKeyGrant, ApiKeyRecord, ListPetsParams } from './store.js'
 
 /** The pet columns every pet query selects: `id, name, category_id, status`. */
 export interface PetRow { id: bigint, name: string | Buffer, category_id: bigint, status: PetStatus }
 /** An Idempotency-Key record joined with the pet it created. */
 export interface IdemRow extends PetRow { fingerprint: string, created_at: bigint | Date }
-export interface KeyRow { id: bigint, name: string, created_at: string | Date, last_used_at: string | Date | null, revoked_at: string | Date | null }
-/** `id, revoked_at` of the key a bearer token hashes to. */
-export interface KeyRefRow { id: bigint, revoked_at: string | Date | null }
+/** `id, scopes, expires_at, revoked_at` of the key a bearer token hashes to (KEY_GRANT_COLUMNS). */
+export interface KeyGrantRow { id: bigint, scopes: string, expires_at: string | Date | null, revoked_at: string | Date | null }
+/** Every column of a key but its hash (KEY_COLUMNS). */
+export interface KeyRow extends KeyGrantRow { name: string, created_at: string | Date, last_used_at: string | Date | null }
+
+/** The columns of KeyGrantRow, and of KeyRow: the same SQL on both stores. */
+export const KEY_GRANT_COLUMNS = 'id, scopes, expires_at, revoked_at'
+export const KEY_COLUMNS = 'id, name, scopes, created_at, expires_at, last_used_at, revoked_at'
 
 /** An Idempotency-Key record as found: what was sent, when, and the pet it created. */
 export interface IdemRecord { fingerprint: string, createdAt: Date, pet: Pet }
@@ -32,15 +38,22 @@ export const toPet = (r: PetRow): Pet => ({
 
 export const toIdemRecord = (r: IdemRow): IdemRecord => ({ fingerprint: r.fingerprint, createdAt: toDate(r.created_at), pet: toPet(r) })
 
-export const toApiKey = (r: KeyRow): ApiKeyRecord => ({
+export const toKeyGrant = (r: KeyGrantRow): ApiKeyGrant => ({
   id: Number(r.id),
-  name: r.name,
-  createdAt: toDate(r.created_at),
-  lastUsedAt: toDateOrNull(r.last_used_at),
+  scopes: parseScopesText(r.scopes),
+  expiresAt: toDateOrNull(r.expires_at),
   revokedAt: toDateOrNull(r.revoked_at)
 })
 
-export const toKeyRef = (r: KeyRefRow): { id: number, revoked: boolean } => ({ id: Number(r.id), revoked: r.revoked_at !== null })
+export const toApiKey = (r: KeyRow): ApiKeyRecord => ({
+  id: Number(r.id),
+  name: r.name,
+  scopes: parseScopesText(r.scopes),
+  createdAt: toDate(r.created_at),
+  expiresAt: toDateOrNull(r.expires_at),
+  lastUsedAt: toDateOrNull(r.last_used_at),
+  revokedAt: toDateOrNull(r.revoked_at)
+})
 
 /** The pet a create stored: its assigned id and the validated body (the request validator applied the status default). */
 export const storedPet = (id: bigint, pet: NewPet): Pet => ({ id, name: pet.name, categoryId: pet.categoryId, status: pet.status })

@@ -1,11 +1,29 @@
 import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
+import type { Scope } from '../schemas/scopes.js'
 
-export interface ApiKeyRecord {
+/** What verifying a key needs from the store: which key, what it may do, and until when. */
+export interface ApiKeyGrant {
   id: number
+  scopes: Scope[]
+  /** When the key stops working by itself; null: never. */
+  expiresAt: Date | null
+  /** From when the key is refused: past (revoked) or future (a scheduled revocation); null: never revoked. */
+  revokedAt: Date | null
+}
+
+export interface ApiKeyRecord extends ApiKeyGrant {
   name: string
   createdAt: Date
   lastUsedAt: Date | null
-  revokedAt: Date | null
+}
+
+/** A key to store: its hash (never the secret), and what it may do (all scopes, no expiry when not given). */
+export interface NewApiKey {
+  name: string
+  hash: string
+  createdAt: Date
+  scopes?: readonly Scope[]
+  expiresAt?: Date | null
 }
 
 export interface ListPetsParams {
@@ -93,11 +111,14 @@ export interface Store {
   /** Pets in ascending id order (keyset pagination). */
   listPets (params: ListPetsParams): Promise<Pet[]>
 
-  createApiKey (key: { name: string, hash: string, createdAt: Date }): Promise<ApiKeyRecord>
-  /** The key with this SHA-256 hash (hex), revoked or not. */
-  findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined>
+  createApiKey (key: NewApiKey): Promise<ApiKeyRecord>
+  /** The key with this SHA-256 hash (hex), revoked, expired or not: the caller compares the times with its clock. */
+  findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined>
   listApiKeys (): Promise<ApiKeyRecord[]>
-  /** Marks the key revoked; false when no key has this id. Revoking twice keeps the first time. */
+  /**
+   * Revokes the key from `at` on (now, or later: a scheduled revocation); false when no key has this
+   * id. A revocation only ever moves earlier: an earlier time already set is kept.
+   */
   revokeApiKey (id: number, at: Date): Promise<boolean>
   /** Records when keys were last used (written in the background, accurate to the flush interval). */
   touchApiKeys (usedAt: Map<number, Date>): Promise<void>

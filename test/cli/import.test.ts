@@ -5,7 +5,7 @@ import { describe, it } from 'node:test'
 import { recordLine } from '../../src/services/transfer/format.js'
 import { STORES, tempDir, testDatabaseUrl } from '../helpers/app.js'
 import { runCli } from '../helpers/process.js'
-import { exportLines, sampleRecords, tableCounts, writeLines } from '../helpers/transfer.js'
+import { exportLines, sampleRecords, tableCounts, withDb, writeLines } from '../helpers/transfer.js'
 
 /** More pets than one PostgreSQL insert batch (5,000), so a late failure must undo batches already written. */
 const PETS = 6000
@@ -33,7 +33,14 @@ for (const store of STORES) {
         ['a dangling reference', replaceLine(good, 6005, l => l.replace('"petId":1,', '"petId":999999,')),
           /^petstore: line 6005: Idempotency-Key "idem-1" refers to API key 1 or pet 999999, which is neither in the file nor in the target store\n$/],
         ['a missing count', replaceLine(good, 1, l => l.replace(`"pets":${PETS}`, `"pets":${PETS + 1}`)), /^petstore: line 6006: the file holds 6000 pets records but its header announces 6001\n$/],
-        ['version 2', replaceLine(good, 1, l => l.replace('"version":1', '"version":2')), /^petstore: line 1: format version 2 is not supported \(this petstore reads version 1\)\n$/],
+        ['version 3', replaceLine(good, 1, l => l.replace('"version":2', '"version":3')), /^petstore: line 1: format version 3 is not supported \(this petstore reads versions 1 and 2\)\n$/],
+        ['an unknown scope', replaceLine(good, 3, l => l.replace('"scopes":["pets:read"]', '"scopes":["pets:admin"]')),
+          /^petstore: line 3: apiKey field 'scopes' must be a non-empty array of distinct scopes among pets:read, pets:write\n$/],
+        ['no scope', replaceLine(good, 3, l => l.replace('"scopes":["pets:read"]', '"scopes":[]')), /^petstore: line 3: apiKey field 'scopes' must be a non-empty array/],
+        ['a bad expiry', replaceLine(good, 3, l => l.replace(/"expiresAt":"[^"]*"/, '"expiresAt":"tomorrow"')),
+          /^petstore: line 3: apiKey field 'expiresAt' must be a UTC time like 2026-01-31T12:00:00.000Z or null\n$/],
+        ['a version 1 key with scopes', replaceLine(good, 1, l => l.replace('"version":2', '"version":1')),
+          /^petstore: line 3: apiKey has an unknown field 'scopes' \(allowed: type, id, name, hash, createdAt, lastUsedAt, revokedAt\)\n$/],
         ['not an export', '{"hello":"world"}\n', /^petstore: line 1: not a petstore export/],
         ['empty', '', /^petstore: line 1: the file is empty/]
       ]
@@ -51,6 +58,18 @@ for (const store of STORES) {
       const ok = await runCli(['import', '--json'], env, text)
       assert.equal(ok.code, 0, ok.stderr)
       assert.deepEqual(await tableCounts(env.DATABASE_URL), { settings: 1, api_keys: 2, pets: PETS, idempotency_keys: 1 })
+    })
+
+    it('reads a version 1 file, whose keys get every scope and no expiry', async (t) => {
+      const env = { DATABASE_URL: await testDatabaseUrl(t, store) }
+      const v1 = exportLines(sampleRecords(3)).map((l, i) => i === 0
+        ? l.replace('"version":2', '"version":1')
+        : l.replace(/"scopes":\[[^\]]*\],/, '').replace(/"expiresAt":("[^"]*"|null),/, ''))
+      assert.match(v1[2]!, /^\{"type":"apiKey","id":1,"name":"key 1","hash":"[0-9a-f]{64}","createdAt":"[^"]+","lastUsedAt":null,"revokedAt":null\}$/)
+      const r = await runCli(['import'], env, v1.map(l => l + '\n').join(''))
+      assert.equal(r.code, 0, r.stderr)
+      const keys = await withDb(env.DATABASE_URL, async (sql) => await sql('SELECT id, scopes, expires_at FROM api_keys ORDER BY id'))
+      assert.deepEqual(keys.map(k => [Number(k.id), k.scopes, k.expires_at]), [[1, 'pets:read pets:write', null], [2, 'pets:read pets:write', null]])
     })
 
     it('refuses a non-empty store unless --into-nonempty, then adds without collisions and keeps the store\'s settings', async (t) => {

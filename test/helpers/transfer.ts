@@ -9,6 +9,7 @@ import pg from 'pg'
 import {
   type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
 } from '../../src/services/transfer/format.js'
+import { ALL_SCOPES } from '../../src/schemas/scopes.js'
 
 /** Runs statements on the database a DATABASE_URL names (SQLite file or PostgreSQL), then closes it. */
 export async function withDb<T> (url: string, fn: (sql: (text: string, values?: unknown[]) => Promise<Array<Record<string, unknown>>>) => Promise<T>): Promise<T> {
@@ -75,7 +76,7 @@ export function writeLines (path: string, lines: string[]): string {
 
 const HASH = (n: number) => n.toString(16).padStart(64, '0')
 
-/** A sample store's records: settings, keys (one revoked), `pets` pets from id 1, an Idempotency-Key. */
+/** A sample store's records: settings, keys (one read-only with an expiry, one revoked), `pets` pets from id 1, an Idempotency-Key. */
 export function sampleRecords (pets: number, opts: { keyIds?: number[], firstPetId?: bigint, cursorKey?: string } = {}): DataRecord[] {
   const keyIds = opts.keyIds ?? [1, 2]
   const first = opts.firstPetId ?? 1n
@@ -83,7 +84,18 @@ export function sampleRecords (pets: number, opts: { keyIds?: number[], firstPet
   const now = Date.now()
   return [
     { type: 'setting', name: 'cursor_hmac_key', value: opts.cursorKey ?? 'ab'.repeat(32) },
-    ...keyIds.map((id, i) => ({ type: 'apiKey' as const, id, name: `key ${id}`, hash: HASH(id), createdAt: now - 1000, lastUsedAt: null, revokedAt: i === 1 ? now : null })),
+    // The first key reads only and expires in a day; the second holds every scope and is revoked.
+    ...keyIds.map((id, i) => ({
+      type: 'apiKey' as const,
+      id,
+      name: `key ${id}`,
+      hash: HASH(id),
+      scopes: i === 0 ? ['pets:read' as const] : [...ALL_SCOPES],
+      createdAt: now - 1000,
+      expiresAt: i === 0 ? now + 86_400_000 : null,
+      lastUsedAt: null,
+      revokedAt: i === 1 ? now : null
+    })),
     ...Array.from({ length: pets }, (_, i) => ({ type: 'pet' as const, id: first + BigInt(i), name: `pet ${i}`, categoryId: BigInt(i % 7) - 3n, status: statuses[i % 3]! })),
     { type: 'idempotencyKey', apiKeyId: keyIds[0]!, key: 'idem-1', fingerprint: HASH(99), petId: first, createdAt: now }
   ]

@@ -51,14 +51,23 @@ describe('the OpenAPI document', () => {
     assert.equal(op('/pets', 'get').deprecated, undefined)
   })
 
-  it('puts the bearer scheme on every /v1 operation and none on the index and the health checks', () => {
-    assert.deepEqual(doc.components.securitySchemes.bearerAuth, { ...doc.components.securitySchemes.bearerAuth, type: 'http', scheme: 'bearer' })
+  it('puts the bearer scheme with its scope on every /v1 operation, 401 and 403 with the challenge, and no scheme on the index and the health checks', () => {
+    const scheme = doc.components.securitySchemes.bearerAuth
+    assert.deepEqual(scheme, { ...scheme, type: 'http', scheme: 'bearer' })
+    for (const scope of ['pets:read', 'pets:write']) assert.match(scheme.description, new RegExp(`- \`${scope}\`: `), `securitySchemes describes ${scope}`)
     assert.deepEqual(doc.security, [{ bearerAuth: [] }])
+    const scopes: Record<string, string> = { listPets: 'pets:read', getPet: 'pets:read', listOrders: 'pets:read', createPet: 'pets:write' }
     for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
       for (const o of Object.values(item) as Json[]) {
-        if (path === '/' || path === '/healthz' || path === '/readyz') assert.deepEqual(o.security, [])
-        else assert.equal(o.security, undefined, `${path} keeps the global bearer requirement`)
-        if (o.security === undefined) assert.ok(header(o.responses['401'], 'WWW-Authenticate').required)
+        if (path === '/' || path === '/healthz' || path === '/readyz') {
+          assert.deepEqual(o.security, [])
+          continue
+        }
+        assert.deepEqual(o.security, [{ bearerAuth: [scopes[o.operationId]] }], `${o.operationId} names its scope`)
+        assert.ok(header(o.responses['401'], 'WWW-Authenticate').required)
+        assert.ok(header(o.responses['403'], 'WWW-Authenticate').required)
+        assert.match(o.responses['403'].description, /`insufficient_scope`/)
+        assert.match(o.responses['401'].description, /`key_expired`/)
       }
     }
   })

@@ -136,17 +136,18 @@ for (const route of PG_ROUTES) {
       await lockWaitIsCut(t, route, 'off')
     })
 
-    it('upgrades a database made by the released migrations 1–2 and keeps its pets, ids and order', async (t) => {
+    it('upgrades a database made by the released migrations 1–2 and keeps its pets, ids and order, and its keys with every scope', async (t) => {
       const url = await createTestDatabase(t, undefined, route)
       const direct = via(url, testClusterUrl())
       // The database as the previous release left it: migrations 1 and 2 applied, pets inserted.
       await adminQuery(direct, `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL);
         ${PG_MIGRATIONS[0]!.sql} ${PG_MIGRATIONS[1]!.sql}
         INSERT INTO schema_migrations VALUES (1, '${PG_MIGRATIONS[0]!.name}', now()), (2, '${PG_MIGRATIONS[1]!.name}', now());
-        INSERT INTO pets (name, category_id, status) VALUES ('\\x6f6c64'::bytea, 9223372036854775807, 'sold');`)
+        INSERT INTO pets (name, category_id, status) VALUES ('\\x6f6c64'::bytea, 9223372036854775807, 'sold');
+        INSERT INTO api_keys (name, key_hash, created_at) VALUES ('old', '${'ab'.repeat(32)}', now());`)
       // Creates through the insert function migration 3 brings (unnamed statements, as behind a pooler).
       const config = loadConfig({ DATABASE_URL: url, PG_PREPARED_STATEMENTS: 'off' })
-      assert.deepEqual(await migrateStore(config), [3])
+      assert.deepEqual(await migrateStore(config), [3, 4])
       assert.deepEqual(await migrateStore(config), [])
       const store = await openStore(config)
       onCleanup(t, async () => await store.close())
@@ -155,7 +156,9 @@ for (const route of PG_ROUTES) {
       assert.deepEqual(walk.map(p => [p.name, p.categoryId]), [['old', 9223372036854775807n], ...made.sort((x, y) => (x.id < y.id ? -1 : 1)).map(p => [p.name, -9223372036854775808n])])
       assert.deepEqual(walk.map(p => p.id), [1n, 2n, 3n, 4n, 5n])
       const versions = await adminQuery<{ version: number }>(direct, 'SELECT version FROM schema_migrations ORDER BY version')
-      assert.deepEqual(versions.map(v => v.version), [1, 2, 3])
+      assert.deepEqual(versions.map(v => v.version), [1, 2, 3, 4])
+      // Keys made before scopes keep what they could do.
+      assert.deepEqual(await store.findApiKeyByHash('ab'.repeat(32)), { id: 1, scopes: ['pets:read', 'pets:write'], expiresAt: null, revokedAt: null })
     })
 
     it('makes a create wait while another instance holds ids it has not committed yet', async (t) => {

@@ -79,22 +79,29 @@ for (const kind of STORES) {
       }
     })
 
-    it('shares keys, revocation, last use and settings between instances', async (t) => {
+    it('shares keys, their scopes, expiry, revocation and last use, and settings between instances', async (t) => {
       const [a, b] = await openInstances(t, kind, 2)
       try {
         const created = new Date('2026-01-02T03:04:05.678Z')
         const rec = await a!.createApiKey({ name: 'k', hash: 'ab'.repeat(32), createdAt: created })
-        assert.deepEqual(await b!.findApiKeyByHash('ab'.repeat(32)), { id: rec.id, revoked: false })
+        assert.deepEqual(await b!.findApiKeyByHash('ab'.repeat(32)), { id: rec.id, scopes: ['pets:read', 'pets:write'], expiresAt: null, revokedAt: null })
         assert.equal(await b!.countApiKeys(), 1)
         const used = new Date('2026-01-03T00:00:00.001Z')
         await a!.touchApiKeys(new Map([[rec.id, used]]))
         await b!.touchApiKeys(new Map([[rec.id, new Date('2026-01-02T23:00:00Z')]])) // older: ignored
+        // A revocation only moves earlier: a later time leaves the earlier one, an earlier time replaces it.
         const first = new Date('2026-01-04T00:00:00Z')
+        assert.equal(await b!.revokeApiKey(rec.id, new Date('2026-01-06T00:00:00Z')), true)
         assert.equal(await b!.revokeApiKey(rec.id, first), true)
         assert.equal(await a!.revokeApiKey(rec.id, new Date('2026-01-05T00:00:00Z')), true)
         assert.equal(await a!.revokeApiKey(rec.id + 1000, first), false)
-        assert.deepEqual(await a!.findApiKeyByHash('ab'.repeat(32)), { id: rec.id, revoked: true })
-        assert.deepEqual(await a!.listApiKeys(), [{ id: rec.id, name: 'k', createdAt: created, lastUsedAt: used, revokedAt: first }])
+        assert.deepEqual(await a!.findApiKeyByHash('ab'.repeat(32)), { id: rec.id, scopes: ['pets:read', 'pets:write'], expiresAt: null, revokedAt: first })
+        assert.deepEqual(await a!.listApiKeys(), [{ id: rec.id, name: 'k', scopes: ['pets:read', 'pets:write'], createdAt: created, expiresAt: null, lastUsedAt: used, revokedAt: first }])
+        // Scopes and expiry as given, exact to the millisecond on both stores.
+        const expires = new Date('2027-02-03T04:05:06.789Z')
+        const ro = await b!.createApiKey({ name: 'ro', hash: 'cd'.repeat(32), createdAt: created, scopes: ['pets:read'], expiresAt: expires })
+        assert.deepEqual(await a!.findApiKeyByHash('cd'.repeat(32)), { id: ro.id, scopes: ['pets:read'], expiresAt: expires, revokedAt: null })
+        assert.deepEqual(ro, { id: ro.id, name: 'ro', scopes: ['pets:read'], createdAt: created, expiresAt: expires, lastUsedAt: null, revokedAt: null })
         const [s1, s2] = await Promise.all([a!.getOrCreateSetting('x', () => 'from-a'), b!.getOrCreateSetting('x', () => 'from-b')])
         assert.equal(s1, s2)
         assert.equal(await b!.getOrCreateSetting('x', () => 'other'), s1)

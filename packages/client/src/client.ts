@@ -1,5 +1,5 @@
 import { parse as parseJson, stringify as stringifyJson } from 'lossless-json'
-import { PetstoreConnectionError, PetstoreError, PetstoreTimeoutError, type ErrorCode } from './errors.js'
+import { PetstoreConnectionError, PetstoreError, PetstoreInsufficientScopeError, PetstoreKeyExpiredError, PetstoreTimeoutError, type ErrorBody, type ErrorCode } from './errors.js'
 import { parseLinkHeader } from './links.js'
 import { parseRetryAfter, retryDelay, retryPolicy, sleep, type RetryPolicy } from './retry.js'
 import type { CallOptions, ClientOptions, CreatePetOptions, DeprecationNotice, ListPetsParams, NewPet, Pet, PetsPage, PetStatus } from './types.js'
@@ -201,16 +201,21 @@ function parseBody (text: string): unknown {
   }
 }
 
+/** The `scope` parameter of a bearer challenge (RFC 6750 §3), e.g. `pets:write`. */
+function challengeScope (header: string | null): string | undefined {
+  return header === null ? undefined : /\bscope="([^"]*)"/.exec(header)?.[1]
+}
+
 function toError (operationId: string, res: Response, body: unknown, text: string, retryAfterMs: number | undefined): PetstoreError {
   const e = body as Record<string, unknown> | undefined
   const isError = typeof e === 'object' && e !== null && typeof e.code === 'string' && typeof e.message === 'string'
-  return new PetstoreError(
-    isError
-      ? { code: e.code as ErrorCode, message: e.message as string, status: Number(e.status) }
-      : { code: 'unexpected_response', message: `${operationId}: HTTP ${res.status} without an Error object: ${text.slice(0, 200)}`, status: res.status },
-    res.headers.get('x-request-id') ?? undefined,
-    retryAfterMs
-  )
+  const requestId = res.headers.get('x-request-id') ?? undefined
+  const errorBody: ErrorBody = isError
+    ? { code: e.code as ErrorCode, message: e.message as string, status: Number(e.status) }
+    : { code: 'unexpected_response', message: `${operationId}: HTTP ${res.status} without an Error object: ${text.slice(0, 200)}`, status: res.status }
+  if (errorBody.code === 'insufficient_scope') return new PetstoreInsufficientScopeError(errorBody, requestId, challengeScope(res.headers.get('www-authenticate')))
+  if (errorBody.code === 'key_expired') return new PetstoreKeyExpiredError(errorBody, requestId)
+  return new PetstoreError(errorBody, requestId, retryAfterMs)
 }
 
 /** A client for one base address and key. */

@@ -1,6 +1,6 @@
 /** The error codes of the service's catalogue (`x-error-codes` in the document). */
 export const ERROR_CODES = [
-  'bad_request', 'validation_failed', 'invalid_parameter', 'invalid_json', 'unauthorized', 'not_found',
+  'bad_request', 'validation_failed', 'invalid_parameter', 'invalid_json', 'unauthorized', 'key_expired', 'insufficient_scope', 'not_found',
   'method_not_allowed', 'request_timeout', 'idempotency_key_in_use', 'gone', 'precondition_failed', 'payload_too_large',
   'unsupported_media_type', 'expectation_failed', 'idempotency_key_reused', 'rate_limited', 'header_too_large',
   'internal_error', 'not_implemented', 'service_unavailable'
@@ -17,7 +17,7 @@ export interface ErrorBody {
 
 /** A failed call: the service's Error object, its HTTP status and the request id to quote in a report. */
 export class PetstoreError extends Error {
-  override readonly name = 'PetstoreError'
+  override readonly name: string = 'PetstoreError'
   readonly code: ErrorCode
   readonly status: number
   readonly body: ErrorBody
@@ -33,6 +33,28 @@ export class PetstoreError extends Error {
     this.requestId = requestId
     this.retryAfterMs = retryAfterMs
   }
+}
+
+/**
+ * 403 `insufficient_scope`: the key is valid but may not do this. `scope` is the one the operation
+ * needs (from `WWW-Authenticate`): call with a key that holds it (`petstore keys create --scope`).
+ * Never retried.
+ */
+export class PetstoreInsufficientScopeError extends PetstoreError {
+  override readonly name = 'PetstoreInsufficientScopeError'
+  override readonly code = 'insufficient_scope'
+  readonly scope: string | undefined
+
+  constructor (body: ErrorBody, requestId: string | undefined, scope: string | undefined) {
+    super(body, requestId)
+    this.scope = scope
+  }
+}
+
+/** 401 `key_expired`: the key's expiry has passed; use its successor. Never retried. */
+export class PetstoreKeyExpiredError extends PetstoreError {
+  override readonly name = 'PetstoreKeyExpiredError'
+  override readonly code = 'key_expired'
 }
 
 /**

@@ -5,7 +5,10 @@
  * responses are parsed losslessly. `createPet` takes a bigint or a safe-integer number.
  */
 export { createClient, PetstoreClient } from './client.js'
-export { ERROR_CODES, PetstoreConnectionError, PetstoreError, PetstoreTimeoutError, type ErrorBody, type ErrorCode } from './errors.js'
+export {
+  ERROR_CODES, PetstoreConnectionError, PetstoreError, PetstoreInsufficientScopeError, PetstoreKeyExpiredError, PetstoreTimeoutError,
+  type ErrorBody, type ErrorCode
+} from './errors.js'
 export { parseLinkHeader } from './links.js'
 export { parseRetryAfter } from './retry.js'
 export {

@@ -9,7 +9,7 @@ import { describeCounts, report, secondsSince } from '../summary.js'
 
 export function registerExportCommand (program: Command): void {
   program.command('export')
-    .description('Write the whole DATABASE_URL store as NDJSON (format version 1): a header with counts, settings, API keys ' +
+    .description('Write the whole DATABASE_URL store as NDJSON (format version 2): a header with counts, settings, API keys ' +
       '(hashes only, never a secret), pets (exact int64 ids), live Idempotency-Keys, and an end line with the pets checksum. ' +
       'One consistent snapshot, streamed, while servers keep running. The file holds key hashes and the cursor key: keep it like the database.')
     .option('--out <file>', 'write to FILE (created 0600, complete or not at all) instead of stdout')

@@ -1,12 +1,13 @@
 import { createHash, type Hash } from 'node:crypto'
 import type { PetStatus } from '../../schemas/pets.js'
+import type { Scope } from '../../schemas/scopes.js'
 
 /*
- * The export format (NDJSON, one JSON object per line, each ending in "\n"), version 1:
+ * The export format (NDJSON, one JSON object per line, each ending in "\n"), version 2:
  *
- *   {"format":"petstore-export","version":1,"source":"sqlite","exportedAt":"…","counts":{…}}   header
+ *   {"format":"petstore-export","version":2,"source":"sqlite","exportedAt":"…","counts":{…}}   header
  *   {"type":"setting","name":"cursor_hmac_key","value":"…"}                                    settings
- *   {"type":"apiKey","id":1,"name":"…","hash":"…","createdAt":"…","lastUsedAt":null,"revokedAt":null}
+ *   {"type":"apiKey","id":1,"name":"…","hash":"…","scopes":["pets:read"],"createdAt":"…","expiresAt":null,"lastUsedAt":null,"revokedAt":null}
  *   {"type":"pet","id":9223372036854775807,"name":"…","categoryId":-1,"status":"sold"}       ascending id
  *   {"type":"idempotencyKey","apiKeyId":1,"key":"…","fingerprint":"…","petId":1,"createdAt":"…"}
  *   {"type":"end","petsSha256":"…"}                                                            last line
@@ -14,9 +15,16 @@ import type { PetStatus } from '../../schemas/pets.js'
  * Sections come in that order (idempotency records refer to keys and pets). Every line is written
  * by the functions below with a fixed key order, so the same store contents always give the same
  * bytes, whichever store kind they were read from. int64 values are plain JSON digits, exact.
+ *
+ * Version 1 is version 2 without an apiKey's `scopes` and `expiresAt`; import reads it, giving its
+ * keys every scope and no expiry (what such keys could do). A `revokedAt` in the future is a
+ * scheduled revocation: the key works until then.
  */
 export const FORMAT = 'petstore-export'
-export const FORMAT_VERSION = 1
+/** The version export writes. */
+export const FORMAT_VERSION = 2
+/** The versions import reads. */
+export const READABLE_VERSIONS: readonly number[] = [1, 2]
 
 export interface Counts { settings: number, apiKeys: number, pets: number, idempotencyKeys: number }
 export const COUNT_NAMES = ['settings', 'apiKeys', 'pets', 'idempotencyKeys'] as const
@@ -36,8 +44,10 @@ export interface ApiKeyRecordLine {
   id: number
   name: string
   hash: string
+  scopes: Scope[]
   /** Milliseconds since the epoch. */
   createdAt: number
+  expiresAt: number | null
   lastUsedAt: number | null
   revokedAt: number | null
 }
@@ -66,7 +76,8 @@ export function headerLine (h: Header): string {
 export function recordLine (r: DataRecord): string {
   switch (r.type) {
     case 'setting': return `{"type":"setting","name":${str(r.name)},"value":${str(r.value)}}`
-    case 'apiKey': return `{"type":"apiKey","id":${r.id},"name":${str(r.name)},"hash":${str(r.hash)},"createdAt":${time(r.createdAt)},"lastUsedAt":${time(r.lastUsedAt)},"revokedAt":${time(r.revokedAt)}}`
+    case 'apiKey': return `{"type":"apiKey","id":${r.id},"name":${str(r.name)},"hash":${str(r.hash)},"scopes":${JSON.stringify(r.scopes)},` +
+      `"createdAt":${time(r.createdAt)},"expiresAt":${time(r.expiresAt)},"lastUsedAt":${time(r.lastUsedAt)},"revokedAt":${time(r.revokedAt)}}`
     case 'pet': return petLine(r)
     case 'idempotencyKey': return `{"type":"idempotencyKey","apiKeyId":${r.apiKeyId},"key":${str(r.key)},"fingerprint":${str(r.fingerprint)},"petId":${r.petId},"createdAt":${time(r.createdAt)}}`
   }

@@ -1,8 +1,9 @@
 import { parse } from 'lossless-json'
 import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js'
 import { NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../../schemas/pets.js'
+import { ALL_SCOPES, isScope, type Scope } from '../../schemas/scopes.js'
 import {
-  COUNT_NAMES, type Counts, type DataRecord, FORMAT, FORMAT_VERSION, type Header, PetDigest, TransferLineError
+  COUNT_NAMES, type Counts, type DataRecord, FORMAT, type Header, PetDigest, READABLE_VERSIONS, TransferLineError
 } from './format.js'
 import type { Line } from './lines.js'
 
@@ -74,6 +75,17 @@ class Fields {
     return Number(this.int64(name, 0n))
   }
 
+  /** A non-empty array of known scopes, each once, returned in catalogue order. */
+  scopes (name: string): Scope[] {
+    const v = this.get(name)
+    const list = Array.isArray(v) ? v as unknown[] : []
+    const known = list.filter((s): s is Scope => typeof s === 'string' && isScope(s))
+    if (list.length === 0 || known.length !== list.length || new Set(known).size !== known.length) {
+      throw this.error(`${this.what} field '${name}' must be a non-empty array of distinct scopes among ${ALL_SCOPES.join(', ')}`)
+    }
+    return ALL_SCOPES.filter(s => known.includes(s))
+  }
+
   time (name: string, nullable: boolean): number | null {
     const v = this.get(name)
     if (v === null && nullable) return null
@@ -98,8 +110,9 @@ const keyName = (s: string) => s.trim() === '' || s.length > 100 || s.includes('
 export function parseHeader (line: Line): Header {
   const o = object(line)
   if (o.format !== FORMAT) throw new TransferLineError(line.no, `not a petstore export (the first line must be a header with "format":"${FORMAT}")`)
-  if (o.version !== BigInt(FORMAT_VERSION)) {
-    throw new TransferLineError(line.no, `format version ${String(o.version)} is not supported (this petstore reads version ${FORMAT_VERSION})`)
+  const version = typeof o.version === 'bigint' && READABLE_VERSIONS.includes(Number(o.version)) ? Number(o.version) : undefined
+  if (version === undefined) {
+    throw new TransferLineError(line.no, `format version ${String(o.version)} is not supported (this petstore reads versions ${READABLE_VERSIONS.join(' and ')})`)
   }
   const f = new Fields(o, line.no, 'the header', ['format', 'version', 'source', 'exportedAt', 'counts'])
   const source = f.string('source', s => s === 'sqlite' || s === 'postgres' ? undefined : 'must be sqlite or postgres') as Header['source']
@@ -108,10 +121,10 @@ export function parseHeader (line: Line): Header {
   if (c === null || typeof c !== 'object' || Array.isArray(c)) throw f.error('the header field \'counts\' must be an object')
   const cf = new Fields(c as Json, line.no, 'the header\'s counts', COUNT_NAMES)
   const counts = { settings: cf.count('settings'), apiKeys: cf.count('apiKeys'), pets: cf.count('pets'), idempotencyKeys: cf.count('idempotencyKeys') }
-  return { format: FORMAT, version: FORMAT_VERSION, source, exportedAt, counts }
+  return { format: FORMAT, version, source, exportedAt, counts }
 }
 
-function parseRecord (line: Line, o: Json): DataRecord {
+function parseRecord (line: Line, o: Json, version: number): DataRecord {
   const type = o.type
   switch (type) {
     case 'setting': {
@@ -119,13 +132,19 @@ function parseRecord (line: Line, o: Json): DataRecord {
       return { type, name: f.string('name', s => s === '' ? 'must not be empty' : undefined), value: f.string('value') }
     }
     case 'apiKey': {
-      const f = new Fields(o, line.no, 'apiKey', ['type', 'id', 'name', 'hash', 'createdAt', 'lastUsedAt', 'revokedAt'])
+      // Version 1 knew no scopes nor expiry: its keys could do everything, for ever.
+      const v1 = version === 1
+      const f = new Fields(o, line.no, 'apiKey', v1
+        ? ['type', 'id', 'name', 'hash', 'createdAt', 'lastUsedAt', 'revokedAt']
+        : ['type', 'id', 'name', 'hash', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt'])
       return {
         type,
         id: f.keyId('id'),
         name: f.string('name', keyName),
         hash: f.string('hash', s => HASH.test(s) ? undefined : 'must be a SHA-256 hash in 64 lowercase hex digits'),
+        scopes: v1 ? [...ALL_SCOPES] : f.scopes('scopes'),
         createdAt: f.time('createdAt', false)!,
+        expiresAt: v1 ? null : f.time('expiresAt', true),
         lastUsedAt: f.time('lastUsedAt', true),
         revokedAt: f.time('revokedAt', true)
       }
@@ -198,7 +217,7 @@ export async function parseExport (lines: AsyncIterator<Line>): Promise<ParsedFi
         verified = actual
         return
       }
-      const record = parseRecord(line, o)
+      const record = parseRecord(line, o, header.version)
       const s = SECTION[record.type]
       if (s < section) {
         throw new TransferLineError(line.no, `a ${record.type} record after the ${SECTION_NAMES[section]} records (the order is setting, apiKey, pet, idempotencyKey)`)

@@ -1,7 +1,8 @@
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, PetCreates, planCreates } from '../creates.js'
-import { type IdemRecord, type IdemRow, type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyRef, toPet } from '../rows.js'
-import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, PoolStats, Store } from '../store.js'
+import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyGrant, toPet } from '../rows.js'
+import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, NewApiKey, PoolStats, Store } from '../store.js'
+import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions, type PgStatement } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
@@ -206,32 +207,35 @@ export class PostgresStore implements Store {
     return res.rows.map(toPet)
   }
 
-  async createApiKey (key: { name: string, hash: string, createdAt: Date }): Promise<ApiKeyRecord> {
+  async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
     const [res] = await this.db.transaction([{
-      text: 'INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at, last_used_at, revoked_at',
-      values: [key.name, key.hash, key.createdAt]
+      text: `INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
+      values: [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt, key.expiresAt ?? null]
     }])
     return toApiKey(res!.rows[0] as KeyRow)
   }
 
-  async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
-    const res = await this.db.query<KeyRefRow>({
-      name: 'find_key',
+  async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
+    const res = await this.db.query<KeyGrantRow>({
+      // A statement's name changes with its text: through a pooler, instances of two versions (a
+      // rolling upgrade) can share a server connection where the other text is prepared.
+      name: 'find_key_grant',
       stablePlan: true,
-      text: 'SELECT id, revoked_at FROM api_keys WHERE key_hash = $1',
+      text: `SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = $1`,
       values: [hash]
     })
     const row = res.rows[0]
-    return row === undefined ? undefined : toKeyRef(row)
+    return row === undefined ? undefined : toKeyGrant(row)
   }
 
   async listApiKeys (): Promise<ApiKeyRecord[]> {
-    const res = await this.db.query<KeyRow>({ text: 'SELECT id, name, created_at, last_used_at, revoked_at FROM api_keys ORDER BY id' })
+    const res = await this.db.query<KeyRow>({ text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id` })
     return res.rows.map(toApiKey)
   }
 
   async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    const [res] = await this.db.transaction([{ text: 'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', values: [at, id] }])
+    // LEAST ignores NULL: a key not revoked yet takes `at`.
+    const [res] = await this.db.transaction([{ text: 'UPDATE api_keys SET revoked_at = LEAST(revoked_at, $1) WHERE id = $2', values: [at, id] }])
     return (res!.rowCount ?? 0) > 0
   }
 

@@ -80,6 +80,18 @@ export const PG_MIGRATIONS: readonly Migration[] = [
         END
       $fn$;
     `
+  },
+  {
+    version: 4,
+    name: 'api key scopes and expiry',
+    // Keys made before scopes keep what they could do: both scopes (the catalogue in schemas/scopes.ts).
+    // revoked_at may now be in the future: a scheduled revocation, the key works until then. A
+    // constant default: PostgreSQL 11+ adds the column without rewriting the table.
+    sql: `
+      ALTER TABLE api_keys
+        ADD COLUMN scopes text NOT NULL DEFAULT 'pets:read pets:write',
+        ADD COLUMN expires_at timestamptz;
+    `
   }
 ]
 

@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import type { PetStatus } from '../../schemas/pets.js'
+import { parseScopesText, scopesText } from '../../schemas/scopes.js'
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
 } from '../../services/transfer/format.js'
@@ -58,10 +59,21 @@ export class PostgresTransferReader implements TransferReader {
   async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
     let after = 0n
     for (;;) {
-      const res = await guard(() => this.client.query<{ id: bigint, name: string, key_hash: string, created_at: Date, last_used_at: Date | null, revoked_at: Date | null }>(
-        'SELECT id, name, key_hash, created_at, last_used_at, revoked_at FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2', [after.toString(), BATCH]))
+      const res = await guard(() => this.client.query<{
+        id: bigint, name: string, key_hash: string, scopes: string, created_at: Date, expires_at: Date | null, last_used_at: Date | null, revoked_at: Date | null
+      }>('SELECT id, name, key_hash, scopes, created_at, expires_at, last_used_at, revoked_at FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2', [after.toString(), BATCH]))
       for (const r of res.rows) {
-        yield { type: 'apiKey', id: Number(r.id), name: r.name, hash: r.key_hash, createdAt: r.created_at.getTime(), lastUsedAt: ms(r.last_used_at), revokedAt: ms(r.revoked_at) }
+        yield {
+          type: 'apiKey',
+          id: Number(r.id),
+          name: r.name,
+          hash: r.key_hash,
+          scopes: parseScopesText(r.scopes),
+          createdAt: r.created_at.getTime(),
+          expiresAt: ms(r.expires_at),
+          lastUsedAt: ms(r.last_used_at),
+          revokedAt: ms(r.revoked_at)
+        }
       }
       if (res.rows.length < BATCH) return
       after = res.rows[res.rows.length - 1]!.id
@@ -115,9 +127,12 @@ const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString
 /** One multi-row INSERT per batch, by type; ids given explicitly (OVERRIDING the identity columns). */
 const INSERTS = {
   apiKey: {
-    text: `INSERT INTO api_keys (id, name, key_hash, created_at, last_used_at, revoked_at) OVERRIDING SYSTEM VALUE
-           SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])`,
-    values: (rs: ApiKeyRecordLine[]) => [rs.map(r => r.id), rs.map(r => r.name), rs.map(r => r.hash), rs.map(r => iso(r.createdAt)), rs.map(r => iso(r.lastUsedAt)), rs.map(r => iso(r.revokedAt))]
+    text: `INSERT INTO api_keys (id, name, key_hash, scopes, created_at, expires_at, last_used_at, revoked_at) OVERRIDING SYSTEM VALUE
+           SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])`,
+    values: (rs: ApiKeyRecordLine[]) => [
+      rs.map(r => r.id), rs.map(r => r.name), rs.map(r => r.hash), rs.map(r => scopesText(r.scopes)),
+      rs.map(r => iso(r.createdAt)), rs.map(r => iso(r.expiresAt)), rs.map(r => iso(r.lastUsedAt)), rs.map(r => iso(r.revokedAt))
+    ]
   },
   pet: {
     text: `INSERT INTO pets (id, name, category_id, status) OVERRIDING SYSTEM VALUE

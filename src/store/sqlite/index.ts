@@ -3,8 +3,9 @@ import type Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateOutcome, PetCreates } from '../creates.js'
-import { type KeyRefRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyRef, toPet } from '../rows.js'
-import type { ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, Store } from '../store.js'
+import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyGrant, toPet } from '../rows.js'
+import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
+import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NewApiKey, Store } from '../store.js'
 import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
@@ -157,10 +158,11 @@ export class SqliteStore implements Store {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
       listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?'),
       listByStatus: db.prepare('SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?'),
-      insertKey: db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?) RETURNING id, name, created_at, last_used_at, revoked_at'),
-      keyByHash: db.prepare('SELECT id, revoked_at FROM api_keys WHERE key_hash = ?'),
-      listKeys: db.prepare('SELECT id, name, created_at, last_used_at, revoked_at FROM api_keys ORDER BY id'),
-      revokeKey: db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
+      insertKey: db.prepare(`INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`),
+      keyByHash: db.prepare(`SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = ?`),
+      listKeys: db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`),
+      // Times are ISO 8601 UTC strings of one length: their order is the text order.
+      revokeKey: db.prepare('UPDATE api_keys SET revoked_at = min(COALESCE(revoked_at, @at), @at) WHERE id = @id'),
       countKeys: db.prepare('SELECT count(*) AS n FROM api_keys'),
       insertSetting: db.prepare('INSERT OR IGNORE INTO settings (name, value) VALUES (?, ?)'),
       getSetting: db.prepare('SELECT value FROM settings WHERE name = ?'),
@@ -225,13 +227,14 @@ export class SqliteStore implements Store {
     return rows.map(toPet)
   }
 
-  async createApiKey (key: { name: string, hash: string, createdAt: Date }): Promise<ApiKeyRecord> {
-    return toApiKey(guard(() => this.stmts.insertKey.get(key.name, key.hash, key.createdAt.toISOString()) as KeyRow))
+  async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
+    const values = [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt.toISOString(), key.expiresAt?.toISOString() ?? null]
+    return toApiKey(guard(() => this.stmts.insertKey.get(...values) as KeyRow))
   }
 
-  async findApiKeyByHash (hash: string): Promise<{ id: number, revoked: boolean } | undefined> {
-    const row = guard(() => this.stmts.keyByHash.get(hash) as KeyRefRow | undefined)
-    return row === undefined ? undefined : toKeyRef(row)
+  async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
+    const row = guard(() => this.stmts.keyByHash.get(hash) as KeyGrantRow | undefined)
+    return row === undefined ? undefined : toKeyGrant(row)
   }
 
   async listApiKeys (): Promise<ApiKeyRecord[]> {
@@ -239,7 +242,7 @@ export class SqliteStore implements Store {
   }
 
   async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    return guard(() => this.stmts.revokeKey.run(at.toISOString(), id)).changes > 0
+    return guard(() => this.stmts.revokeKey.run({ at: at.toISOString(), id })).changes > 0
   }
 
   async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {

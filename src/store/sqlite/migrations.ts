@@ -53,6 +53,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     // PostgreSQL's insert function; SQLite inserts in its own writer thread and needs nothing. Kept
     // (empty) so the versions read the same on both stores.
     sql: ''
+  },
+  {
+    version: 4,
+    name: 'api key scopes and expiry',
+    // Keys made before scopes keep what they could do: both scopes (the catalogue in schemas/scopes.ts).
+    // revoked_at may now be in the future: a scheduled revocation, the key works until then.
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'pets:read pets:write';
+      ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
+    `
   }
 ]
 

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { PetStatus } from '../../schemas/pets.js'
+import { parseScopesText, scopesText } from '../../schemas/scopes.js'
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
 } from '../../services/transfer/format.js'
@@ -31,7 +32,7 @@ function counts (db: Database.Database, liveSince: number): Counts {
   }
 }
 
-interface KeyRow { id: bigint, name: string, key_hash: string, created_at: string, last_used_at: string | null, revoked_at: string | null }
+interface KeyRow { id: bigint, name: string, key_hash: string, scopes: string, created_at: string, expires_at: string | null, last_used_at: string | null, revoked_at: string | null }
 interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
 interface IdemRow { api_key_id: bigint, key: string, fingerprint: string, pet_id: bigint, created_at: bigint }
 
@@ -62,9 +63,19 @@ export class SqliteTransferReader implements TransferReader {
   }
 
   async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
-    const rows = this.db.prepare('SELECT id, name, key_hash, created_at, last_used_at, revoked_at FROM api_keys ORDER BY id').iterate() as IterableIterator<KeyRow>
+    const rows = this.db.prepare('SELECT id, name, key_hash, scopes, created_at, expires_at, last_used_at, revoked_at FROM api_keys ORDER BY id').iterate() as IterableIterator<KeyRow>
     for (const r of rows) {
-      yield { type: 'apiKey', id: Number(r.id), name: r.name, hash: r.key_hash, createdAt: Date.parse(r.created_at), lastUsedAt: toMs(r.last_used_at), revokedAt: toMs(r.revoked_at) }
+      yield {
+        type: 'apiKey',
+        id: Number(r.id),
+        name: r.name,
+        hash: r.key_hash,
+        scopes: parseScopesText(r.scopes),
+        createdAt: Date.parse(r.created_at),
+        expiresAt: toMs(r.expires_at),
+        lastUsedAt: toMs(r.last_used_at),
+        revokedAt: toMs(r.revoked_at)
+      }
     }
   }
 
@@ -111,7 +122,7 @@ export class SqliteTransferWriter implements TransferWriter {
     this.stmts = {
       replaceSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value'),
       keepSetting: db.prepare('INSERT OR IGNORE INTO settings (name, value) VALUES (?, ?)'),
-      key: db.prepare('INSERT INTO api_keys (id, name, key_hash, created_at, last_used_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      key: db.prepare('INSERT INTO api_keys (id, name, key_hash, scopes, created_at, expires_at, last_used_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
       pet: db.prepare('INSERT INTO pets (id, name, category_id, status) VALUES (?, ?, ?, ?)'),
       idem: db.prepare('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at) VALUES (?, ?, ?, ?, ?)')
     }
@@ -130,7 +141,7 @@ export class SqliteTransferWriter implements TransferWriter {
     try {
       switch (r.type) {
         case 'setting': (replaceSettings ? this.stmts.replaceSetting : this.stmts.keepSetting).run(r.name, r.value); break
-        case 'apiKey': this.stmts.key.run(r.id, r.name, r.hash, toIso(r.createdAt), toIso(r.lastUsedAt), toIso(r.revokedAt)); break
+        case 'apiKey': this.stmts.key.run(r.id, r.name, r.hash, scopesText(r.scopes), toIso(r.createdAt), toIso(r.expiresAt), toIso(r.lastUsedAt), toIso(r.revokedAt)); break
         case 'pet': this.stmts.pet.run(r.id, r.name, r.categoryId, r.status); break
         case 'idempotencyKey': this.stmts.idem.run(r.apiKeyId, r.key, r.fingerprint, r.petId, r.createdAt); break
       }
