@@ -37,7 +37,11 @@ RUN --mount=type=secret,id=ca \
     if [ -f /run/secrets/ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/ca; fi && \
     npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
-RUN node scripts/runtime.mjs && npm run build
+# The build runs as node, the user of the image: Node keeps its compile cache per user id, so a cache
+# filled by root is not the one node looks for. Its files are 0600: made readable for the copy below.
+RUN chown -R node:node /app
+USER node
+RUN node scripts/runtime.mjs && npm run build && chmod -R a+rX node_modules/.cache/petstore-compile
 
 FROM ${NODE_IMAGE}
 ARG VERSION=1.0.0

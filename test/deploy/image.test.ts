@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { loadConfig } from '../../src/config.js'
 import { onCleanup } from '../helpers/cleanup.js'
-import { BASE_IMAGE, buildServiceImage, logs, podman, TEST_PREFIX, waitFor200 } from '../helpers/containers.js'
+import { BASE_IMAGE, buildServiceImage, logs, podman, podmanOutput, TEST_PREFIX, waitFor200 } from '../helpers/containers.js'
 import { ROOT } from '../helpers/process.js'
 import { freePort } from '../helpers/server.js'
 
@@ -64,6 +64,10 @@ describe('the container image (Dockerfile, built and run with podman)', () => {
     assert.equal((await podman('exec', first.name, 'id', '-u')).trim(), '1000')
     // The root filesystem is read-only, /data is the volume and the node user's.
     await assert.rejects(podman('exec', first.name, 'touch', '/app/x'), /Read-only file system/)
+    // The compile cache the build made is the one user node reads (Node keeps one per user id).
+    const cache = await podmanOutput('exec', '--env', 'NODE_DEBUG_NATIVE=COMPILE_CACHE', first.name, 'node', '--input-type=module', '-e',
+      'await (await import("/app/dist/server.js")).loadService()')
+    assert.match(cache, /V8 code cache for ESM file:\/\/\/app\/dist\/start-server\.js was accepted/)
     const key = (await podman('exec', first.name, 'cat', '/data/first-api-key.txt')).trim()
     assert.match(key, /^\S{20,}$/)
     assert.equal((await podman('exec', first.name, 'stat', '-c', '%a %U', '/data/first-api-key.txt')).trim(), '600 node')

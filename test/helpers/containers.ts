@@ -36,10 +36,14 @@ export async function podman (...args: string[]): Promise<string> {
   return await run('podman', args)
 }
 
-/** A container's output, stdout and stderr together. */
-export async function logs (name: string): Promise<string> {
-  const { stdout, stderr } = await exec('podman', ['logs', name], { maxBuffer: 64 * 1024 * 1024 })
+/** A podman command's stdout and stderr together (a container's logs, a debug trace). */
+export async function podmanOutput (...args: string[]): Promise<string> {
+  const { stdout, stderr } = await exec('podman', args, { maxBuffer: 64 * 1024 * 1024 })
   return stdout + stderr
+}
+
+export async function logs (name: string): Promise<string> {
+  return await podmanOutput('logs', name)
 }
 
 /** `podman build` of the project's Dockerfile, as the docs tell a team to run it. */
