@@ -29,7 +29,9 @@ const DOCS = join(ROOT, 'docs')
 const SHELL = new Set(['sh', 'bash', 'shell'])
 const KINDS = new Set(['run', 'run-background', 'example'])
 /** What the runnable blocks write into the project folder. */
-const DOC_WRITTEN = ['backups/first.db', 'backups/petstore-before-move.db']
+const DOC_WRITTEN = ['backups/first.db', 'backups/petstore-before-move.db', 'backups/petstore-nightly.db', 'backups/petstore-nightly.ndjson', 'backups/restored']
+/** How-tos with a test of their own below; every other how-to's `run` blocks are run as they are. */
+const OWN_TEST = new Set(['postgresql.md', 'pgbouncer.md'])
 
 interface Block { file: string, line: number, kind: string, text: string, lang: string }
 
@@ -57,7 +59,7 @@ const shellBlocks = (file: string): Block[] => blocks(file).filter(b => SHELL.ha
  */
 function projectFolder (t: TestContext): string {
   onCleanup(t, () => {
-    for (const file of DOC_WRITTEN) rmSync(join(ROOT, file), { force: true })
+    for (const file of DOC_WRITTEN) rmSync(join(ROOT, file), { force: true, recursive: true })
     try {
       rmdirSync(join(ROOT, 'backups'))
     } catch {} // not empty: files of the reader's own
@@ -131,6 +133,20 @@ describe('the shell blocks of the tutorial and the how-tos', () => {
       assert.equal(replays.length, 2)
       assert.equal(replays[0], replays[1], 'the retried create answered the same pet')
     })
+  }
+
+  for (const file of howTos().filter(f => !OWN_TEST.has(f.split('/').pop()!))) {
+    for (const store of ['sqlite', 'postgres'] as const) {
+      const list = shellBlocks(file).filter(b => b.kind !== 'example')
+      if (list.length === 0) continue
+      it(`${file.slice(ROOT.length)} runs on ${store}, on a store holding a key`, { timeout: 180_000 }, async (t) => {
+        const dir = projectFolder(t)
+        const port = await freePort()
+        const env = { DATABASE_URL: await storeUrl(t, store, dir), PORT: String(port), FIRST_KEY_FILE: join(dir, 'first-api-key.txt') }
+        const r = await runBash(t, dir, 'set -euo pipefail\nnpx petstore keys create --name reader --create > /dev/null\n' + script(list, port, undefined), env)
+        assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
+      })
+    }
   }
 
   it('docs/how-to/postgresql.md moves a SQLite store with data into a new role\'s database', { timeout: 180_000 }, async (t) => {
