@@ -6,11 +6,11 @@
  * is left (read from /proc: an orphan keeps its process group when its parent dies).
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { describe, it, type TestContext } from 'node:test'
+import { before, describe, it, type TestContext } from 'node:test'
 import { tempDir } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 import { childEnv, ROOT } from '../helpers/process.js'
@@ -116,6 +116,14 @@ function assertDrained (run: Launched, cause: Partial<LogLine>): void {
 const GONE_WITHIN_MS = DRAIN_MS + 8000
 
 describe('a signal to the launcher reaches the server (npm start, npx petstore serve, npm run dev)', () => {
+  // npm 11's npx installs the project itself into its cache (~/.npm/_npx) on the first run from a
+  // folder; a launcher killed during that install leaves an entry every later npx run fails on. The
+  // tests time signals to a running server, so the cache is made once before any of them.
+  before(() => {
+    const r = spawnSync('npx', ['petstore', '--version'], { cwd: ROOT, env: childEnv({}), encoding: 'utf8', timeout: 180_000 })
+    assert.equal(r.status, 0, `npx petstore --version: ${r.stdout}${r.stderr}`)
+  })
+
   // npm start: npm → server (the script's shell and the Node shim exec). npm run dev: npm → Node's watch mode → server.
   for (const [name, args, depth] of [['npm start', ['start'], 1], ['npm run dev', ['run', 'dev'], 2]] as const) {
     it(`${name}: SIGTERM to npm drains the server; npm waits for it and exits 0; nothing is left`, async (t) => {

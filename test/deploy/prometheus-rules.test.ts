@@ -168,6 +168,7 @@ describe('Prometheus rules (deploy/prometheus)', () => {
       sent.add(id)
       assert.equal(await run(), status, id)
     }
+    await op('index', 200, () => call(server, 'GET', '/'))
     await op('liveness', 200, () => call(server, 'GET', '/healthz'))
     await op('readiness', 200, () => call(server, 'GET', '/readyz'))
     await op('createPet', 201, () => call(server, 'POST', '/v1/pets', key, { name: 'Rex', categoryId: 1, status: 'available' }))
