@@ -29,7 +29,7 @@ export function createRequestAjv (): Ajv2020 {
     strict: true,
     // The schemas are ours and fixed: strict mode refuses unknown keywords here, and Redocly checks
     // them in the document (npm run lint:openapi). Compiling the 2020-12 meta-schema to check them
-    // again would cost every start (and every test app) a few hundred milliseconds.
+    // again would cost every start (and every test app) a compile of that large meta-schema.
     validateSchema: false
   })
   ajv.addKeyword({
