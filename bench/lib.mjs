@@ -104,13 +104,17 @@ export async function waitReady (port, path, deadlineMs, child) {
  * @param {ReturnType<typeof scratch>} session
  * @param {string} name
  * @param {Record<string, string>} env
+ * @param {{ sqliteSynchronous?: string }} [storeOptions] the store's options users cannot set (startServer's second argument)
  */
-export async function startService (session, name, env) {
+export async function startService (session, name, env, storeOptions) {
   const port = await freePort()
   const logFile = join(session.tmp, `${name}.log`)
   const logFd = openSync(logFile, 'a')
   const started = process.hrtime.bigint()
-  const child = session.spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), join(DIST, 'server.js')], {
+  const entry = storeOptions === undefined
+    ? [join(DIST, 'server.js')]
+    : [join(ROOT, 'scripts/serve-with-store-options.mjs'), JSON.stringify(storeOptions)]
+  const child = session.spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...entry], {
     cwd: ROOT,
     stdio: ['ignore', logFd, logFd],
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DELAY_MS: '0', ...env }

@@ -78,11 +78,16 @@ function cursorFor (dbPath, afterId, status) {
 // Processes.
 /**
  * The production service as `npm start` runs it (info-level JSON logs, here to a file). With
- * `metrics`, its Prometheus listener is on too (METRICS_PORT), for the read-cache counters.
+ * `metrics`, its Prometheus listener is on too (METRICS_PORT), for the read-cache counters;
+ * `storeOptions` are the store's options users cannot set (startServer's second argument).
+ * @param {string} name
+ * @param {string} dbPath
+ * @param {Record<string, string>} [env]
+ * @param {{ metrics?: boolean, storeOptions?: { sqliteSynchronous?: string } }} [opts]
  */
-async function startService (name, dbPath, env = {}, { metrics = false } = {}) {
+async function startService (name, dbPath, env = {}, { metrics = false, storeOptions } = {}) {
   const metricsPort = metrics ? await freePort() : undefined
-  const svc = await startProcess(session, name, { DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) }), ...env })
+  const svc = await startProcess(session, name, { DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...(metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) }), ...env }, storeOptions)
   return { ...svc, metricsPort }
 }
 
@@ -376,7 +381,7 @@ if (ONLY === 'all') {
   log(`  ${BIG} pets bulk-inserted in ${preloadBigMs} ms`)
 
   const svc = await startService('service', smallDb, {}, { metrics: true })
-  const relaxed = await startService('service NORMAL', relaxedDb, { SQLITE_SYNCHRONOUS: 'NORMAL' })
+  const relaxed = await startService('service NORMAL', relaxedDb, {}, { storeOptions: { sqliteSynchronous: 'NORMAL' } })
 
   // The response bytes the baseline replays.
   // Near the end of the walk: the last, partial page (10 pets), which the full-page cache never holds,

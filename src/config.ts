@@ -14,22 +14,19 @@ const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
  * from this schema (npm run docs).
  */
 const EnvSchema = Type.Object({
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on.' }),
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 in a container.' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on; change it when 8080 is taken or the platform assigns one.' }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 to be reached from other hosts or from outside a container.' }),
   DATABASE_URL: Type.String({ minLength: 1, default: DEFAULT_DATABASE_URL, description: 'sqlite:PATH (a relative PATH is relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL: docs/how-to/postgresql.md). Unset: data/petstore.db in the project directory, wherever the command runs from.' }),
   // Plain enums (not unions of literals) so a bad value gets one message naming the variable.
-  LOG_LEVEL: Type.Unsafe<string>({ type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'pino log level.' }),
+  LOG_LEVEL: Type.Unsafe<string>({ type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'Least severe level logged: warn for no per-request access lines, debug to diagnose.' }),
   BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1048576, default: 16384, description: 'Largest accepted request body, in bytes; larger → 413.' }),
   KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, maximum: 1000, default: 500, description: 'How long a verified API key is trusted before the store is asked again; bounds how late a revocation takes effect.' }),
-  PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: most connections this instance opens (its pool size).' }),
+  PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: most connections this instance opens (its pool size); lower it to fit many instances under the server\'s max_connections.' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: longest a statement may run (writes: the server statement_timeout, except a batch of creates without Idempotency-Keys, whose wait for the insert lock the server lock_timeout bounds; every statement: the client gives up 1 s after) before the request answers 503.' }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60000, default: 2000, description: 'PostgreSQL: longest wait for a connection (a new one, or a free one from the pool) before the request answers 503.' }),
-  PG_PREPARED_STATEMENTS: Type.Unsafe<string>({ type: 'string', enum: ['auto', 'on', 'off'], default: 'auto', description: 'PostgreSQL: auto (the default) names the primary-key reads and the create insert as server-side prepared statements until the server shows a transaction-mode pooler is in between, then stops (logged once at warn; petstore_pg_named_statements 0); on names every hot statement (direct connections, or a pooler that tracks them such as PgBouncer >= 1.21 with max_prepared_statements); off never names one.' }),
-  SQLITE_SYNCHRONOUS: Type.Unsafe<string>({ type: 'string', enum: ['FULL', 'EXTRA', 'NORMAL', 'OFF'], default: 'FULL', description: 'SQLite synchronous level. FULL keeps the durability promise through power loss; NORMAL/OFF exist for benchmarks only.' }),
-  GETPET_DEPRECATED_AT: Type.String({ default: '2026-01-01T00:00:00Z', description: 'When getPet was deprecated (Deprecation header).' }),
-  GETPET_SUNSET_AT: Type.String({ default: '2030-12-05T00:00:00Z', description: 'When getPet is removed (Sunset header; 410 from then on).' }),
-  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'Longest time to receive a whole request.' }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 72000, description: 'How long an idle keep-alive connection is kept.' }),
+  PG_PREPARED_STATEMENTS: Type.Unsafe<string>({ type: 'string', enum: ['auto', 'on', 'off'], default: 'auto', description: 'PostgreSQL: auto (the default) sends the primary-key reads and the pet insert as named (server-side prepared) statements, for less database CPU, until the server shows a transaction-mode pooler in between, then stops (logged once at warn; petstore_pg_named_statements 0); off never names one (behind such a pooler: no probe, no warning); on names statements inside transactions too (direct connections, or a pooler that tracks them such as PgBouncer >= 1.21 with max_prepared_statements).' }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'Longest time to receive a whole request; lower it to drop slow senders sooner.' }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 72000, description: 'How long an idle keep-alive connection is kept; keep it above the load balancer\'s idle timeout, so the balancer never reuses a connection this server closed.' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000, description: 'On SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.' }),
   SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600000, default: 5000, description: 'On SIGTERM, how long the instance keeps serving with /readyz answering 503 (so load balancers take it out of rotation) before it stops accepting connections; 0: stop at once. SIGINT does not wait.' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000, description: 'Longest time to receive the request headers (slow-header clients are cut with 408).' }),
@@ -43,7 +40,7 @@ const EnvSchema = Type.Object({
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the /metrics listener.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Comma-separated browser origins allowed by CORS (e.g. https://app.example.com); empty: CORS off.' }),
   READ_CACHE_MAX_MB: Type.Integer({ minimum: 0, maximum: 65536, default: 64, description: 'Memory for the read cache of getPet and full listPets pages (serialized bodies, ETags), in MiB; least recently used entries go first. 0 turns it off.' }),
-  IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered.' }),
+  IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered; longer lets clients retry later, for a larger idempotency table.' }),
   LOG_FORMAT: Type.Unsafe<string>({ type: 'string', enum: ['auto', 'json', 'pretty'], default: 'auto', description: 'auto: pretty, coloured lines when stdout is a terminal, JSON lines otherwise; json or pretty: always that.' }),
   NO_COLOR: Type.Optional(Type.String({ description: 'Any non-empty value turns colours off (no-color.org): pretty logs and CLI tables stay plain.' })),
   FIRST_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'Where the first-start API key is written (mode 0600) when stderr is not a terminal. Default: first-api-key.txt beside the SQLite database, or data/first-api-key.txt in the project directory for PostgreSQL.' })),
@@ -74,9 +71,6 @@ export interface Config {
   pgStatementTimeoutMs: number
   pgConnectTimeoutMs: number
   pgPreparedStatements: 'auto' | 'on' | 'off'
-  sqliteSynchronous: 'FULL' | 'EXTRA' | 'NORMAL' | 'OFF'
-  getPetDeprecatedAt: Date
-  getPetSunsetAt: Date
   requestTimeoutMs: number
   keepAliveTimeoutMs: number
   shutdownTimeoutMs: number
@@ -126,12 +120,6 @@ export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation 
     return { kind: 'postgres', url: value }
   }
   throw new ConfigError('DATABASE_URL: must start with sqlite: or postgres:// (got an unsupported scheme)')
-}
-
-function parseDate (name: string, value: string): Date {
-  const ms = Date.parse(value)
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms)) throw new ConfigError(`${name}: must be an ISO 8601 date-time such as 2030-12-05T00:00:00Z`)
-  return new Date(ms)
 }
 
 function parseRedisUrl (value: string): string | undefined {
@@ -227,9 +215,6 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     pgStatementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
     pgConnectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
     pgPreparedStatements: e.PG_PREPARED_STATEMENTS as Config['pgPreparedStatements'],
-    sqliteSynchronous: e.SQLITE_SYNCHRONOUS as Config['sqliteSynchronous'],
-    getPetDeprecatedAt: parseDate('GETPET_DEPRECATED_AT', e.GETPET_DEPRECATED_AT),
-    getPetSunsetAt: parseDate('GETPET_SUNSET_AT', e.GETPET_SUNSET_AT),
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

@@ -4,6 +4,7 @@ import './node-version.js'
 import './compile-cache.js'
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
+import type { StoreOptions } from './store/index.js'
 
 /*
  * The process entry (`npm start`, `petstore serve`): small on purpose. The service itself
@@ -17,9 +18,12 @@ export async function loadService (): Promise<typeof import('./start-server.js')
   return await import('./start-server.js')
 }
 
-/** config → store → app → listen, with graceful shutdown (start-server.ts). */
-export async function startServer (env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  await (await loadService()).startServer(env)
+/**
+ * config → store → app → listen, with graceful shutdown (start-server.ts). `storeOptions` are what
+ * benchmarks and tests change that users do not (a process started with `node -e` passes them).
+ */
+export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOptions: StoreOptions = {}): Promise<void> {
+  await (await loadService()).startServer(env, storeOptions)
 }
 
 function isEntry (): boolean {

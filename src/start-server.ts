@@ -7,7 +7,7 @@ import { handOutFirstKey } from './first-key.js'
 import { openLog } from './logging.js'
 import { buildMetricsApp, Metrics } from './plugins/metrics.js'
 import { launcherLinks, onStopRequest } from './stop-requests.js'
-import { openStore, type Store } from './store/index.js'
+import { openStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
 
 /**
@@ -18,7 +18,7 @@ import { describeLocation } from './store/location.js'
  * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
  * where the first key goes. Any start-up failure is one line on stderr and exit 1.
  */
-export async function startServer (env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOptions: StoreOptions = {}): Promise<void> {
   // Read first: a launcher that ends while the server starts must still count as ended.
   const launcher = launcherLinks()
   let config: Readonly<Config>
@@ -30,7 +30,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env): Promis
 
   let store: Store
   try {
-    store = await openStore(config)
+    store = await openStore(config, storeOptions)
   } catch (err) {
     return cannotStart(err, config)
   }

@@ -15,16 +15,13 @@ describe('loadConfig', () => {
     assert.equal(c.logLevel, 'info')
     assert.equal(c.bodyLimit, 16384)
     assert.equal(c.keyCacheTtlMs, 500)
-    assert.equal(c.sqliteSynchronous, 'FULL')
-    assert.equal(c.getPetSunsetAt.toUTCString(), 'Thu, 05 Dec 2030 00:00:00 GMT')
-    assert.equal(c.getPetDeprecatedAt.toISOString(), '2026-01-01T00:00:00.000Z')
     assert.ok(Object.isFrozen(c))
   })
 
   it('reads every variable it documents', () => {
-    const c = loadConfig({ PORT: '0', HOST: '0.0.0.0', DATABASE_URL: 'sqlite:/var/lib/p.db', LOG_LEVEL: 'debug', BODY_LIMIT: '1024', KEY_CACHE_TTL_MS: '0', SQLITE_SYNCHRONOUS: 'EXTRA' }, '/x')
-    assert.deepEqual([c.port, c.host, c.database, c.logLevel, c.bodyLimit, c.keyCacheTtlMs, c.sqliteSynchronous],
-      [0, '0.0.0.0', { kind: 'sqlite', path: '/var/lib/p.db' }, 'debug', 1024, 0, 'EXTRA'])
+    const c = loadConfig({ PORT: '0', HOST: '0.0.0.0', DATABASE_URL: 'sqlite:/var/lib/p.db', LOG_LEVEL: 'debug', BODY_LIMIT: '1024', KEY_CACHE_TTL_MS: '0' }, '/x')
+    assert.deepEqual([c.port, c.host, c.database, c.logLevel, c.bodyLimit, c.keyCacheTtlMs],
+      [0, '0.0.0.0', { kind: 'sqlite', path: '/var/lib/p.db' }, 'debug', 1024, 0])
     assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite::memory:' }, '/x').database, { kind: 'sqlite', path: ':memory:' })
     assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:rel/p.db' }, '/x').database, { kind: 'sqlite', path: '/x/rel/p.db' })
   })
@@ -36,8 +33,6 @@ describe('loadConfig', () => {
       ['LOG_LEVEL', 'loud'], ['LOG_LEVEL', 'INFO'], ['LOG_LEVEL', ''],
       ['BODY_LIMIT', '10'], ['BODY_LIMIT', 'big'],
       ['KEY_CACHE_TTL_MS', '5000'], ['KEY_CACHE_TTL_MS', '-1'],
-      ['SQLITE_SYNCHRONOUS', 'full'], ['SQLITE_SYNCHRONOUS', 'ON'],
-      ['GETPET_SUNSET_AT', 'tomorrow'], ['GETPET_DEPRECATED_AT', '2026-13-45T00:00:00Z'],
       ['REQUEST_TIMEOUT_MS', '5'], ['KEEP_ALIVE_TIMEOUT_MS', 'x'], ['SHUTDOWN_TIMEOUT_MS', '1']
     ]
     for (const [name, value] of bad) {

@@ -192,7 +192,7 @@ export class Metrics {
     const sunset = () => this.getPetSunsetAt
     // NaN (no comparison holds) until the getPet route says when: a Metrics without the app.
     // eslint-disable-next-line no-new
-    new Gauge({ name: 'petstore_getpet_sunset_timestamp_seconds', help: 'When the deprecated getPet is removed (GETPET_SUNSET_AT), in seconds since the Unix epoch: alert rules compare it with time().', registers, collect () { this.set((sunset()?.getTime() ?? NaN) / 1000) } })
+    new Gauge({ name: 'petstore_getpet_sunset_timestamp_seconds', help: 'When the deprecated getPet is removed (its sunset), in seconds since the Unix epoch: alert rules compare it with time().', registers, collect () { this.set((sunset()?.getTime() ?? NaN) / 1000) } })
     const size = () => this.readCacheSize()
     // eslint-disable-next-line no-new
     new Gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', registers, collect () { this.set(size().entries) } })
@@ -238,7 +238,7 @@ export class Metrics {
     this.logLinesDropped = dropped
   }
 
-  /** Where the getPet sunset gauge reads its time (the getPet route's GETPET_SUNSET_AT). */
+  /** Where the getPet sunset gauge reads its time (the getPet route's sunset). */
   watchGetPetSunset (at: Date): void {
     this.getPetSunsetAt = at
   }

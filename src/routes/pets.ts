@@ -19,6 +19,12 @@ import type { Store } from '../store/store.js'
 
 // Reads carry a strong ETag and revalidate (see plugins/etag.ts).
 const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl }
+/**
+ * getPet's deprecation and removal, as the interface contract announces them: the Deprecation and
+ * Sunset headers, and 410 from the sunset on.
+ */
+export const GETPET_DEPRECATED_AT = new Date('2026-01-01T00:00:00Z')
+export const GETPET_SUNSET_AT = new Date('2030-12-05T00:00:00Z')
 /** getPet's Link, on every response of that operation. */
 const SUCCESSOR = '</v1/pets>; rel="successor-version"'
 

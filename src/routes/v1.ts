@@ -7,7 +7,7 @@ import { CursorCodec } from '../services/cursor.js'
 import { PetReads } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
-import petRoutes from './pets.js'
+import petRoutes, { GETPET_DEPRECATED_AT, GETPET_SUNSET_AT } from './pets.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -56,8 +56,8 @@ export default async function v1Routes (app: FastifyInstance, opts: V1Options): 
     store,
     reads: new PetReads(store, config.readCacheMaxBytes, app.metrics),
     cursors: new CursorCodec(Buffer.from(cursorSecret, 'hex')),
-    getPetDeprecatedAt: config.getPetDeprecatedAt,
-    getPetSunsetAt: config.getPetSunsetAt,
+    getPetDeprecatedAt: GETPET_DEPRECATED_AT,
+    getPetSunsetAt: GETPET_SUNSET_AT,
     now,
     metrics: app.metrics,
     idempotencyTtlMs: config.idempotencyTtlMs

@@ -1,9 +1,10 @@
 import type { Config } from '../config.js'
+import type { SynchronousLevel } from './sqlite/connection.js'
 import type { Store } from './store.js'
 
 export type { Store } from './store.js'
 
-export type StoreConfig = Pick<Config, 'database' | 'sqliteSynchronous' | 'pgPoolMax' | 'pgStatementTimeoutMs' | 'pgConnectTimeoutMs' | 'pgPreparedStatements'>
+export type StoreConfig = Pick<Config, 'database' | 'pgPoolMax' | 'pgStatementTimeoutMs' | 'pgConnectTimeoutMs' | 'pgPreparedStatements'>
 
 function pgOptions (url: string, config: StoreConfig) {
   return { url, poolMax: config.pgPoolMax, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs, preparedStatements: config.pgPreparedStatements }
@@ -12,12 +13,21 @@ function pgOptions (url: string, config: StoreConfig) {
 // Each store's module is loaded only when DATABASE_URL names it: a SQLite start does not load `pg`,
 // a PostgreSQL start does not load better-sqlite3.
 
+/** What benchmarks and tests may change that users do not. */
+export interface StoreOptions {
+  /**
+   * SQLite's synchronous level: FULL (the default) keeps the durability promise through power loss;
+   * the durability test and the bench compare it with NORMAL.
+   */
+  sqliteSynchronous?: SynchronousLevel
+}
+
 /** Opens the store DATABASE_URL names, applying pending migrations first. */
-export async function openStore (config: StoreConfig): Promise<Store> {
+export async function openStore (config: StoreConfig, { sqliteSynchronous = 'FULL' }: StoreOptions = {}): Promise<Store> {
   const db = config.database
   if (db.kind === 'sqlite') {
     const { SqliteStore } = await import('./sqlite/index.js')
-    return await SqliteStore.open({ path: db.path, synchronous: config.sqliteSynchronous })
+    return await SqliteStore.open({ path: db.path, synchronous: sqliteSynchronous })
   }
   const { PostgresStore } = await import('./postgres/index.js')
   return await PostgresStore.open(pgOptions(db.url, config))
@@ -28,7 +38,7 @@ export async function migrateStore (config: StoreConfig): Promise<number[]> {
   const db = config.database
   if (db.kind === 'sqlite') {
     const { SqliteStore } = await import('./sqlite/index.js')
-    return SqliteStore.migrate({ path: db.path, synchronous: config.sqliteSynchronous })
+    return SqliteStore.migrate({ path: db.path, synchronous: 'FULL' })
   }
   const { PostgresStore } = await import('./postgres/index.js')
   return await PostgresStore.migrate(pgOptions(db.url, config))

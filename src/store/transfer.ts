@@ -57,11 +57,11 @@ function pgOptions (url: string, config: StoreConfig) {
 
 /** Opens a reader on the store at `location` (applying pending migrations first, as every command does). */
 export async function openTransferReader (location: DatabaseLocation, config: StoreConfig): Promise<TransferReader> {
-  if (location.kind === 'sqlite') return SqliteTransferReader.open(location.path, config.sqliteSynchronous)
+  if (location.kind === 'sqlite') return SqliteTransferReader.open(location.path, 'FULL')
   return await PostgresTransferReader.open(pgOptions(location.url, config))
 }
 
 export async function openTransferWriter (location: DatabaseLocation, config: StoreConfig): Promise<TransferWriter> {
-  if (location.kind === 'sqlite') return SqliteTransferWriter.open(location.path, config.sqliteSynchronous)
+  if (location.kind === 'sqlite') return SqliteTransferWriter.open(location.path, 'FULL')
   return await PostgresTransferWriter.open(pgOptions(location.url, config))
 }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
+import type { SynchronousLevel } from '../../src/store/sqlite/connection.js'
 import { tempDir } from '../helpers/app.js'
 import { httpRequest, makeKey, startServerProcess } from '../helpers/server-process.js'
 import { onCleanup } from '../helpers/cleanup.js'
@@ -23,13 +24,13 @@ function walSyncs (traceFile: string): Sync[] {
   return out
 }
 
-async function traced (t: TestContext, synchronous: string) {
+async function traced (t: TestContext, synchronous: SynchronousLevel) {
   const dir = tempDir(t)
   const db = join(dir, 'dur.db')
   const key = await makeKey(db)
   const trace = join(dir, 'strace.txt')
   const server = await startServerProcess(db, {
-    env: { SQLITE_SYNCHRONOUS: synchronous },
+    storeOptions: { sqliteSynchronous: synchronous },
     wrap: ['strace', '-f', '-ttt', '-y', '-e', 'trace=fsync,fdatasync', '-o', trace]
   })
   // Stop node itself (not strace, which would detach and leave it running); strace then exits.
@@ -71,7 +72,7 @@ describe('durability is FULL: an fsync of the WAL before every acknowledgement',
     t.diagnostic(`FULL: ${seqSyncs} WAL syncs for 20 sequential creates (each create had one inside its request); ${burstSyncs} syncs for a burst of 200 concurrent creates (${(200 / burstSyncs).toFixed(1)} creates per sync)`)
   })
 
-  it('the check can tell: under SQLITE_SYNCHRONOUS=NORMAL the same creates see no WAL sync', async (t) => {
+  it('the check can tell: under synchronous=NORMAL (a store option users cannot set) the same creates see no WAL sync', async (t) => {
     const { create, stop, trace } = await traced(t, 'NORMAL')
     const start = Date.now()
     for (let i = 0; i < 20; i++) assert.equal((await create(`seq-${i}`)).status, 201)

@@ -3,7 +3,7 @@ import { request } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
-import { openStore } from '../../src/store/index.js'
+import { openStore, type StoreOptions } from '../../src/store/index.js'
 import { watchExit } from './exit-watch.js'
 
 /** The compiled entry (`npm test` builds it first). */
@@ -32,10 +32,14 @@ export async function makeKey (dbPath: string): Promise<string> {
  * Starts `node dist/server.js` on an ephemeral loopback port over the given SQLite file and waits
  * until it listens. `wrap` prefixes the command (e.g. strace). The caller kills it. Overload shedding
  * is off unless `env` turns it on (a loaded test machine must not shed the requests under test), and
- * so is the drain on SIGTERM (SHUTDOWN_DELAY_MS=0).
+ * so is the drain on SIGTERM (SHUTDOWN_DELAY_MS=0). `storeOptions` (what users cannot change) start
+ * the same entry through scripts/serve-with-store-options.mjs.
  */
-export async function startServerProcess (dbPath: string, opts: { env?: Record<string, string>, wrap?: string[], timeoutMs?: number } = {}): Promise<ServerProcess> {
-  const argv = [...(opts.wrap ?? []), process.execPath, SERVER_JS]
+export async function startServerProcess (dbPath: string, opts: { env?: Record<string, string>, wrap?: string[], timeoutMs?: number, storeOptions?: StoreOptions } = {}): Promise<ServerProcess> {
+  const entry = opts.storeOptions === undefined
+    ? [SERVER_JS]
+    : [fileURLToPath(new URL('../../scripts/serve-with-store-options.mjs', import.meta.url)), JSON.stringify(opts.storeOptions)]
+  const argv = [...(opts.wrap ?? []), process.execPath, ...entry]
   const proc = spawn(argv[0]!, argv.slice(1), {
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbPath}`, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -16,7 +16,7 @@ const LIMIT_RULE = "query parameter 'limit' must be an integer from 1 to 100"
 const QUERY_STATUS_RULE = "query parameter 'status' must be one of available, pending, sold"
 const BAD_CURSOR = "query parameter 'cursor' is not a cursor this service issued for this status filter"
 
-const DEPRECATION = '@1767225600' // 2026-01-01T00:00:00Z, the configured default
+const DEPRECATION = '@1767225600' // 2026-01-01T00:00:00Z
 const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT'
 const SUCCESSOR = '</v1/pets>; rel="successor-version"'
 const SUNSET_MS = Date.parse('2030-12-05T00:00:00Z')
@@ -400,12 +400,6 @@ for (const store of STORES) {
       const anonymous = await ta.app.inject({ url: `/v1/pets/${pet.id}` })
       assertError(anonymous, 401, 'unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>')
       assertDeprecationHeaders(anonymous)
-    })
-
-    it('takes the Deprecation date from GETPET_DEPRECATED_AT', async (t) => {
-      const ta = await buildTestApp(t, { store, env: { GETPET_DEPRECATED_AT: '2027-03-04T05:06:07Z' } })
-      const res = await ta.app.inject({ url: '/v1/pets/1', headers: ta.auth })
-      assertDeprecationHeaders(res, `@${Date.parse('2027-03-04T05:06:07Z') / 1000}`)
     })
 
     it('answers 410 gone, naming the replacement, from the sunset instant on', async (t) => {
