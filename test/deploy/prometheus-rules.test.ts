@@ -10,7 +10,7 @@ import { parse as parseYaml } from 'yaml'
 import { tempDir } from '../helpers/app.js'
 import { metricsUrlOf, startServer, type RunningServer } from '../helpers/process.js'
 import { startRedisServer } from '../helpers/redis.js'
-import { makeKey } from '../helpers/server-process.js'
+import { makeKey, waitReady } from '../helpers/server-process.js'
 
 const DIR = fileURLToPath(new URL('../../deploy/prometheus/', import.meta.url))
 const RULES = join(DIR, 'petstore.rules.yml')
@@ -158,6 +158,8 @@ describe('Prometheus rules (deploy/prometheus)', () => {
       EVENT_LOOP_MAX_DELAY_MS: '50'
     })
     const metricsUrl = await metricsUrlOf(server)
+    // Ready (the SQLite writer up), and past the event-loop delay of the start itself.
+    await waitReady(Number(new URL(server.url).port))
 
     // A request on every operation of the OpenAPI document, and answers of every kind the rules name.
     const document = JSON.parse(readFileSync(fileURLToPath(new URL('../../openapi/openapi.json', import.meta.url)), 'utf8')) as { paths: Record<string, Record<string, { operationId?: string }>> }
