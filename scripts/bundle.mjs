@@ -30,6 +30,9 @@ const external = [
   // Loaded on use only: a store's driver, Redis rate limits, the /metrics registry, the request
   // validator, pretty logs.
   'pg', 'ioredis', '@fastify/rate-limit', 'prom-client', 'ajv', 'pino-pretty',
+  // OpenTelemetry, only while tracing is on (src/tracing-sdk.ts): the SDK patches the drivers as
+  // Node loads them from node_modules.
+  '@opentelemetry/*', '@fastify/otel',
   // Required by Fastify only when used: its default compilers (ours are lazy, schemas/lazy-compilers.ts)
   // and inject() (light-my-request).
   '@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request',

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Logger } from 'pino'
 import { RequestLogger } from './request-logger.js'
+import type { TraceFields } from './tracing.js'
 
 const { asJsonSym, chindingsSym, hooksSym, mixinSym, streamSym, timeSym } = pino.symbols
 const needsMetadata = Symbol.for('pino.metadata')
@@ -17,6 +18,8 @@ export interface Access {
   url: string
   status: number
   ms: number
+  /** The request's trace, while tracing is on. */
+  trace?: TraceFields
 }
 
 type Internals = Record<symbol, unknown>
@@ -39,7 +42,7 @@ type Internals = Record<symbol, unknown>
  */
 export function accessLogger (root: FastifyBaseLogger): (log: FastifyBaseLogger, access: Access) => void {
   const viaPino = (log: FastifyBaseLogger, a: Access): void => {
-    log.info({ keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, ms: a.ms }, MESSAGE)
+    log.info(fields(a), MESSAGE)
   }
   if (!isPino(root) || !sameAsPino(root)) return viaPino
   const internals = root as unknown as Internals
@@ -57,6 +60,11 @@ export function accessLogger (root: FastifyBaseLogger): (log: FastifyBaseLogger,
   }
 }
 
+/** The line's fields as pino is given them. */
+function fields (a: Access): object {
+  return { keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, ms: a.ms, ...a.trace }
+}
+
 function format (time: string, chindings: string, reqId: string, a: Access): string {
   return '{"level":30' + time + chindings +
     ',"reqId":' + quote(reqId) +
@@ -66,6 +74,7 @@ function format (time: string, chindings: string, reqId: string, a: Access): str
     ',"url":' + quote(a.url) +
     ',"status":' + a.status +
     ',"ms":' + a.ms +
+    (a.trace === undefined ? '' : ',"trace_id":' + quote(a.trace.trace_id) + ',"span_id":' + quote(a.trace.span_id) + ',"trace_flags":' + quote(a.trace.trace_flags)) +
     ',"msg":"request completed"}\n'
 }
 
@@ -97,9 +106,9 @@ function sameAsPino (root: Logger): boolean {
   if (hooks?.streamWrite !== undefined || hooks?.logMethod !== undefined || stream[needsMetadata] === true || root.msgPrefix !== undefined) return false
   const time = (internals[timeSym] as () => string)()
   const reqId = 'req-1'
-  const sample: Access = { keyId: 7, method: 'GET', route: '/v1/pets/:petId', url: '/v1/"pets"/\\1?a=\u00e9\u0001', status: 200, ms: 1.25 }
+  const sample: Access = { keyId: 7, method: 'GET', route: '/v1/pets/:petId', url: '/v1/"pets"/\\1?a=\u00e9\u0001', status: 200, ms: 1.25, trace: { trace_id: '0af7651916cd43dd8448eb211c80319c', span_id: 'b7ad6b7169203331', trace_flags: '01' } }
   const child = root.child({ reqId }, {}) as unknown as Internals
   const asJson = child[asJsonSym] as (obj: object, msg: string, level: number, time: string) => string
-  const expected = asJson.call(child, { ...sample }, MESSAGE, INFO, time)
+  const expected = asJson.call(child, fields(sample), MESSAGE, INFO, time)
   return expected === format(time, internals[chindingsSym] as string, reqId, sample)
 }

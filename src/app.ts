@@ -25,6 +25,7 @@ import v1Routes from './routes/v1.js'
 import { registerSchemas } from './schemas/index.js'
 import { lazyCompilers } from './schemas/lazy-compilers.js'
 import type { Store } from './store/store.js'
+import type { Tracing } from './tracing.js'
 
 export interface AppOptions {
   config: Readonly<Config>
@@ -39,6 +40,8 @@ export interface AppOptions {
   pressureSampleIntervalMs?: number
   /** Whether cached reads may be answered by the fast lane (fast-lane.ts); tests compare with it off. */
   fastLane?: boolean
+  /** OpenTelemetry tracing, when on (tracing.ts; the entry starts it before the store opens). */
+  tracing?: Tracing
 }
 
 /**
@@ -49,20 +52,23 @@ export interface AppOptions {
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
-export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, fastLane = true }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, fastLane = true, tracing }: AppOptions): Promise<FastifyInstance> {
   // The fast lane (fast-lane.ts): in front of Fastify's handler on the node:http server, it answers
   // the cached reads every plugin below would let through at once, with their own functions, and
   // hands every other request to Fastify before doing anything. Not installed with CORS on (it does
   // not do CORS), nor with HOST=localhost, where Fastify listens on every address of the name only
-  // with a server it made itself (a serverFactory's server gets the first alone).
-  const lane = fastLane && config.corsOrigins.length === 0 && config.host !== 'localhost' ? new FastLane() : undefined
+  // with a server it made itself (a serverFactory's server gets the first alone), nor while tracing:
+  // its answers would have no server span (docs/how-to/observe.md, "Traces").
+  const lane = fastLane && config.corsOrigins.length === 0 && config.host !== 'localhost' && tracing === undefined ? new FastLane() : undefined
   const app = Fastify(serverOptions(config, logger, lane))
   if (lane !== undefined) app.addHook('onRoute', lane.onRoute)
   let built = false
   // The first onClose hook, so the last to run (Fastify runs them in reverse order of registration).
   app.addHook('onClose', async () => { if (built) await store.close() })
   try {
-    await app.register(observability, { metrics })
+    // First: the server span must start before any other hook and end after every other onSend.
+    if (tracing !== undefined) await app.register(tracing.plugin)
+    await app.register(observability, { metrics, tracing })
     await app.register(requestChecks)
     await app.register(requestId)
     await app.register(hardening)

@@ -45,7 +45,18 @@ const EnvSchema = Type.Object({
   NO_COLOR: Type.Optional(Type.String({ description: 'Any non-empty value turns colours off (no-color.org): pretty logs and CLI tables stay plain.' })),
   FIRST_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'Where the first-start API key is written (mode 0600) when stderr is not a terminal. Default: first-api-key.txt beside the SQLite database, or data/first-api-key.txt in the project directory for PostgreSQL.' })),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: a server of the OpenAPI document, after this server (relative /v1). Default: not listed.' })),
-  STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: a server of the OpenAPI document, after production. Default: not listed.' }))
+  STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: a server of the OpenAPI document, after production. Default: not listed.' })),
+  // OpenTelemetry's standard variables. These decide whether tracing is on and are checked here; the
+  // SDK reads them, and every other OTEL_* variable (headers, sampler, batch, resource), itself
+  // (docs/how-to/observe.md, "Traces").
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ minLength: 1, description: 'OTLP/HTTP base address, e.g. http://otel-collector:4318: set, spans are exported to its /v1/traces (tracing on). Unset (and no OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER=otlp): no tracing, and nothing of the OpenTelemetry SDK is loaded.' })),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ minLength: 1, description: 'Full OTLP/HTTP address for spans (e.g. http://otel-collector:4318/v1/traces); set, tracing is on.' })),
+  OTEL_TRACES_EXPORTER: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['otlp', 'none'], description: 'otlp: tracing on (to http://localhost:4318 unless an endpoint is set); none: off whatever else is set.' })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['http/protobuf', 'http/json'], description: 'Encoding of exported spans (default http/protobuf); gRPC is not supported. OTEL_EXPORTER_OTLP_TRACES_PROTOCOL takes precedence.' })),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['http/protobuf', 'http/json'], description: 'Encoding of exported spans, for traces only.' })),
+  OTEL_SDK_DISABLED: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['true', 'false'], description: 'true: no tracing, whatever else is set.' })),
+  OTEL_RESOURCE_ATTRIBUTES: Type.Optional(Type.String({ description: 'Resource attributes of the exported spans, key=value,… (e.g. deployment.environment.name=prod,service.namespace=shop).' })),
+  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: 'service.name of the exported spans. Default: petstore (unless OTEL_RESOURCE_ATTRIBUTES names one).' }))
 })
 type Env = Static<typeof EnvSchema>
 
@@ -94,6 +105,8 @@ export interface Config {
   /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers; undefined when unset. */
   publicBaseUrl: string | undefined
   stagingBaseUrl: string | undefined
+  /** OpenTelemetry tracing (tracing.ts); undefined: off, and the SDK never loaded. */
+  tracing: { serviceName: string | undefined } | undefined
 }
 
 export class ConfigError extends Error {
@@ -230,8 +243,22 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000,
     readCacheMaxBytes: e.READ_CACHE_MAX_MB * 1048576,
     publicBaseUrl: parseBaseUrl('PUBLIC_BASE_URL', e.PUBLIC_BASE_URL),
-    stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL)
+    stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL),
+    tracing: parseTracing(e)
   })
+}
+
+/**
+ * Tracing is on as OpenTelemetry's specification has it for an OTLP exporter: an endpoint set, or
+ * OTEL_TRACES_EXPORTER=otlp; OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turn it off. The
+ * service name defaults to petstore, unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES name one.
+ */
+function parseTracing (e: Env): Config['tracing'] {
+  if (e.OTEL_SDK_DISABLED === 'true' || e.OTEL_TRACES_EXPORTER === 'none') return undefined
+  const on = e.OTEL_TRACES_EXPORTER === 'otlp' || e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined
+  if (!on) return undefined
+  const named = /(^|,)\s*service\.name\s*=/.test(e.OTEL_RESOURCE_ATTRIBUTES ?? '')
+  return Object.freeze({ serviceName: e.OTEL_SERVICE_NAME ?? (named ? undefined : 'petstore') })
 }
 
 export { EnvSchema }

@@ -3,6 +3,7 @@ import type { FastifyServerOptions } from 'fastify'
 import type PinoPrettyFactory from 'pino-pretty'
 import type { Config } from './config.js'
 import { LogDestination } from './log-destination.js'
+import type { Tracing } from './tracing.js'
 
 const require = createRequire(import.meta.url)
 
@@ -29,7 +30,9 @@ export interface Log {
  * stdout (a full pipe) never stalls the event loop. The entry ends it (end()) before every exit, so no
  * line is lost at SIGTERM.
  */
-export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, stdoutIsTTY = process.stdout.isTTY === true): Log {
+export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, stdoutIsTTY = process.stdout.isTTY === true, tracing?: Pick<Tracing, 'mixin'>): Log {
+  // While tracing, every line written inside a span carries its trace_id and span_id (pino's mixin, both formats).
+  const mixin = tracing === undefined ? {} : { mixin: tracing.mixin }
   const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && stdoutIsTTY)
   if (pretty) {
     // Loaded only for pretty output: a start with JSON logs (a pipe, production) does not pay for it.
@@ -37,6 +40,7 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
     return {
       options: {
         level: config.logLevel,
+        ...mixin,
         stream: PinoPretty({ colorize: config.color, sync: true, destination: 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
       },
       end: async () => {},
@@ -50,7 +54,7 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
   // the destination's writes to a pipe rely on (test/server/broken-stdout.test.ts checks the flag).
   const stream = new LogDestination(process.stdout.fd, LOG_BUFFER_MAX_BYTES)
   return {
-    options: { level: config.logLevel, stream },
+    options: { level: config.logLevel, ...mixin, stream },
     end: async () => {
       // A stdout that is gone (EPIPE: the reader exited) ends the wait at once; a reader that is
       // merely stuck would hold it forever, so the wait is also bounded: an exit must not hang on its log.

@@ -9,6 +9,7 @@ import { buildMetricsApp, Metrics } from './plugins/metrics.js'
 import { launcherLinks, onStopRequest } from './stop-requests.js'
 import { openStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
+import { startTracing, type Tracing } from './tracing.js'
 
 /**
  * The service's start (server.ts is the entry): config → store → app → listen (API, and /metrics on its own port), with
@@ -28,19 +29,28 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     return cannotStart(err)
   }
 
+  // Before the store: the database driver's instrumentation must patch it before it is loaded.
+  let tracing: Tracing | undefined
+  try {
+    tracing = await startTracing(config)
+  } catch (err) {
+    return cannotStart(err, config)
+  }
+
   let store: Store
   try {
     store = await openStore(config, storeOptions)
+    if (tracing !== undefined) store = tracing.traceStore(store)
   } catch (err) {
     return cannotStart(err, config)
   }
 
   const metrics = new Metrics(store, { processMetrics: true })
-  const log = openLog(config)
+  const log = openLog(config, undefined, tracing)
   metrics.watchLogLinesDropped(log.dropped)
   let app: FastifyInstance
   try {
-    app = await buildApp({ config, store, metrics, logger: log.options })
+    app = await buildApp({ config, store, metrics, logger: log.options, tracing })
     app.log.info(`store: ${describeLocation(config.database)}`)
   } catch (err) {
     await store.close().catch(() => {})
@@ -65,6 +75,8 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await metricsApp?.close()
     // Stops listening, closes idle keep-alive sockets, waits for in-flight requests, then closes the store.
     await app.close()
+    // The spans still buffered are exported before the exit (bounded by the exporter's timeout).
+    await tracing?.shutdown()
     app.log.info('shut down cleanly')
     await log.end()
   })

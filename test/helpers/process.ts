@@ -116,7 +116,8 @@ export async function startServer (t: TestContext, env: Record<string, string>, 
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not listen within 30 s\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`)), 30_000)
     const check = () => {
-      const m = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/.exec(p.stdout())
+      // JSON lines, or pretty ones (LOG_FORMAT=pretty).
+      const m = /(?:"msg":"|INFO: )Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(p.stdout())
       if (m !== null) {
         clearTimeout(timer)
         p.child.stdout!.off('data', check)

@@ -1,0 +1,136 @@
+// Loaded by tracing.ts only while tracing is on: the one module of the service that imports the
+// OpenTelemetry SDK and its instrumentations.
+import { createRequire } from 'node:module'
+import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import { FastifyOtelInstrumentation } from '@fastify/otel'
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis'
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
+import { NodeSDK } from '@opentelemetry/sdk-node'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { redactUrl } from './services/redact.js'
+import type { IdempotentCreateResult, Store } from './store/store.js'
+import type { TraceFields, Tracing } from './tracing.js'
+
+const require = createRequire(import.meta.url)
+const TRACER = 'petstore'
+const ERROR_CODE = /^\{"code":"([a-z_]+)"/
+
+/**
+ * Starts OpenTelemetry's Node SDK for traces only (metrics stay Prometheus', logs stdout's): the
+ * exporter, its protocol, endpoint, headers, timeout, the sampler, the batch processor and the
+ * resource come from the standard OTEL_* variables, which the SDK reads itself. Instrumented: pg
+ * (one span per query, statement text without parameter values) and ioredis (the rate-limit
+ * counts), which must be patched before anything loads them, so this runs before the store opens;
+ * and Fastify, through @fastify/otel's plugin (plugin below).
+ */
+export function startSdk (opts: { serviceName: string | undefined }, load: { postgres: boolean, redis: boolean }): Tracing {
+  const fastify = new FastifyOtelInstrumentation({
+    // One span per request, named and described here; no span per hook or handler.
+    instrumentHooks: false,
+    instrumentHandler: false,
+    requestHook: describeRequest
+  })
+  const sdk = new NodeSDK({
+    serviceName: opts.serviceName,
+    instrumentations: [
+      new PgInstrumentation({ requireParentSpan: true }),
+      new IORedisInstrumentation({ requireParentSpan: true }),
+      fastify
+    ],
+    metricReaders: [],
+    logRecordProcessors: []
+  })
+  sdk.start()
+  // Patched in place now, so the store's and the rate limiter's later imports get the patched classes.
+  if (load.postgres) require('pg')
+  if (load.redis) require('ioredis')
+  const tracer = trace.getTracer(TRACER)
+
+  return {
+    plugin: fp(async (app: FastifyInstance) => {
+      await app.register(fastify.plugin())
+      app.addHook('onSend', (request, reply, payload, done) => {
+        // Before @fastify/otel's own onSend ends the span: the key's id (never the key), and an
+        // error answer's code (every error body starts with it, errors.ts) as error.type.
+        const span = request.opentelemetry().span
+        if (span !== null) {
+          if (request.apiKeyId !== 0) span.setAttribute('petstore.api_key.id', request.apiKeyId)
+          const code = reply.statusCode >= 400 && typeof payload === 'string' ? ERROR_CODE.exec(payload)?.[1] : undefined
+          if (code !== undefined) span.setAttribute('error.type', code)
+        }
+        done(null, payload)
+      })
+    }, { name: 'petstore-tracing' }),
+    mixin: () => {
+      const span = trace.getSpan(context.active())
+      return span === undefined ? {} : fieldsOfSpan(span)
+    },
+    fieldsOf: (request) => {
+      const ctx = request.opentelemetry().context
+      const span = ctx === null ? undefined : trace.getSpan(ctx)
+      return span === undefined ? undefined : fieldsOfSpan(span)
+    },
+    traceStore: (store) => traceStore(store, tracer),
+    shutdown: async () => { await sdk.shutdown() }
+  }
+}
+
+/**
+ * The server span as HTTP's semantic conventions name it, `GET /v1/pets/:petId` (the method alone
+ * when no route matched), with the path only: never the query (its values), and any API key sent in
+ * the path redacted. No header is recorded.
+ */
+function describeRequest (span: Span, request: FastifyRequest): void {
+  const route = request.routeOptions.url
+  span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
+  const q = request.url.indexOf('?')
+  span.setAttribute('url.path', redactUrl(q === -1 ? request.url : request.url.slice(0, q)))
+}
+
+function fieldsOfSpan (span: Span): TraceFields {
+  const c = span.spanContext()
+  return { trace_id: c.traceId, span_id: c.spanId, trace_flags: c.traceFlags.toString(16).padStart(2, '0') }
+}
+
+type Method<S> = { [K in keyof S]: S[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof S]
+
+/**
+ * SQLite has no instrumentation of its own: each store operation a request waits for is a client
+ * span named as the conventions name database spans (`SELECT pets`), with db.system and no
+ * parameter value. A create waits for its group-commit batch (the writer thread), so its span is that
+ * wait. PostgreSQL's queries are pg's instrumentation's spans. On both, an idempotent create is an
+ * `idempotency check` span with its outcome (created, replayed, mismatch), the queries inside it.
+ */
+function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.getTracer>): S {
+  const traced = Object.create(store) as S
+  const wrap = <K extends Method<S>>(method: K, name: string, attributes: Record<string, string | boolean>, after?: (result: unknown, span: Span) => void): void => {
+    const inner = traced[method] as (...args: unknown[]) => Promise<unknown>
+    traced[method] = (async (...args: unknown[]) => await tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      try {
+        const result = await inner.apply(traced, args)
+        after?.(result, span)
+        return result
+      } catch (err) {
+        span.recordException(err as Error)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
+        throw err
+      } finally {
+        span.end()
+      }
+    })) as S[K]
+  }
+  if (store.kind === 'sqlite') {
+    const sqlite = (operation: string, table: string) => ({ 'db.system': 'sqlite', 'db.operation.name': operation, 'db.collection.name': table })
+    wrap('getPet' as Method<S>, 'SELECT pets', sqlite('SELECT', 'pets'))
+    wrap('listPets' as Method<S>, 'SELECT pets', sqlite('SELECT', 'pets'))
+    wrap('findApiKeyByHash' as Method<S>, 'SELECT api_keys', sqlite('SELECT', 'api_keys'))
+    wrap('ping' as Method<S>, 'SELECT', { 'db.system': 'sqlite', 'db.operation.name': 'SELECT' })
+    wrap('createPet' as Method<S>, 'INSERT pets', { ...sqlite('INSERT', 'pets'), 'petstore.group_commit': true })
+    wrap('createPetIdempotent' as Method<S>, 'INSERT pets', { ...sqlite('INSERT', 'pets'), 'petstore.group_commit': true })
+  }
+  wrap('createPetIdempotent' as Method<S>, 'idempotency check', {}, (result, span) => {
+    span.setAttribute('petstore.idempotency.outcome', (result as IdempotentCreateResult).outcome)
+  })
+  return traced
+}
