@@ -6,6 +6,7 @@ import { edgeProblem, NOSNIFF } from './plugins/hardening.js'
 import { requestIdOf } from './plugins/request-id.js'
 import type { ReplySink } from './reply-sink.js'
 import type { Representation } from './services/pet-reads.js'
+import type { Scope } from './schemas/scopes.js'
 
 /*
  * The fast lane: cached reads answered ahead of Fastify, by the routes' own functions.
@@ -21,7 +22,8 @@ import type { Representation } from './services/pet-reads.js'
  * - the path and query: the route's own schemas, through the app's validator compiler;
  * - the arrival checks: the hardening plugin's edge check, no drain, no shedding, no body, no
  *   Expect, If-Match or Accept-Version (Fastify's to answer);
- * - authentication and limits: the policy's admission (auth.ts), the first step of its own hook;
+ * - authentication, the route's scope and limits: the policy's admission (auth.ts), the first step
+ *   of its own hook (a key without the scope is left to the policy, which answers 403);
  * - the answer: the route's CachedRead (its `config.cachedRead`), made of the route's own hooks and
  *   the answer function its handler sends (routes/pets.ts);
  * - the record: the observability plugin's, with the request logger Fastify would have made.
@@ -65,6 +67,8 @@ type Validate = (data: unknown) => { value?: unknown, error?: unknown }
  */
 interface Route {
   opts: RouteOptions
+  /** The scope a key needs for it (config.scope), asked by the admission of a key that does not hold every scope. */
+  scope: () => Scope | undefined
   read?: CachedRead
   params?: Validate
   query?: Validate
@@ -106,7 +110,7 @@ export class FastLane {
   readonly onRoute = (route: RouteOptions): void => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (!methods.includes('GET')) return
-    const r: Route = { opts: route }
+    const r: Route = { opts: route, scope: () => route.config?.scope }
     this.routes.push(r)
     this.router.on('GET', route.url, () => {}, r)
   }
@@ -144,7 +148,7 @@ export class FastLane {
     const query = route!.query!(found!.searchParams)
     if (params.error !== undefined || query.error !== undefined || route!.headers!(h).error !== undefined) return false
     const now = Date.now()
-    const keyId = p.admission.admit(h.authorization, now)
+    const keyId = p.admission.admit(h.authorization, now, route!.scope)
     if (keyId === undefined) return false
     const rep = read.lookup(params.value, query.value)
     if (rep === undefined) return false

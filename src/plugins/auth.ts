@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
-import { ApiKeyVerifier } from '../services/api-keys.js'
+import type { Scope } from '../schemas/scopes.js'
+import { ApiKeyVerifier, missingScope, type KeyGrant, type KeyRefusal } from '../services/api-keys.js'
 import type { ReplySink } from '../reply-sink.js'
 import { hasBody } from './before-body.js'
+import type { Metrics } from './metrics.js'
 import type { Store } from '../store/store.js'
 import type { RateLimits } from './rate-limit.js'
 
@@ -34,25 +36,29 @@ export const NO_STORE = 'no-store'
 
 /**
  * The policy where it needs no wait and no answer of its own, as for nearly every request: a
- * well-formed bearer key that the verifier's cache trusts as valid now, and limits that let it
- * through at once (counted in memory, no address block in force, room left under the key's limit).
- * The authentication hook takes this step first, the whole policy only when it does not admit; the
- * fast lane (fast-lane.ts) answers only requests admitted here. A check of the key's right to the
- * route (a scope) belongs in admit(), which both callers reach with the route in hand.
+ * well-formed bearer key that the verifier's cache trusts as valid now, holding the scope the route
+ * needs, and limits that let it through at once (counted in memory, no address block in force, room
+ * left under the key's limit). The authentication hook takes this step first, the whole policy only
+ * when it does not admit; the fast lane (fast-lane.ts) answers only requests admitted here, so a key
+ * without the route's scope is never answered there (the policy answers its 403).
  */
 export interface Admission {
-  /** The key's id when the request is admitted at once; undefined: the whole policy decides. No side effect. */
-  admit: (authorization: string | undefined, now: number) => number | undefined
+  /**
+   * The key's id when the request is admitted at once; undefined: the whole policy decides. No side
+   * effect. `scope` names what the route needs (its config.scope); it is asked only of a key that
+   * does not hold every scope.
+   */
+  admit: (authorization: string | undefined, now: number, scope: () => Scope | undefined) => number | undefined
   /** Admits it: the key's use recorded, the request counted against the key, and the policy's headers set on `reply`. */
   enter: (keyId: number, now: number, reply: ReplySink) => void
 }
 
 function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
   return {
-    admit: (authorization, now) => {
+    admit: (authorization, now, scope) => {
       const token = bearerToken(authorization)
-      const id = token === undefined ? undefined : verifier.trusted(token, now)
-      return id !== undefined && limits.admitsAtOnce(id, now) ? id : undefined
+      const grant = token === undefined ? undefined : verifier.trusted(token, now)
+      return grant !== undefined && missingScope(grant, scope) === undefined && limits.admitsAtOnce(grant.id, now) ? grant.id : undefined
     },
     enter: (keyId, now, reply) => {
       verifier.used(keyId, now)
@@ -62,39 +68,56 @@ function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
   }
 }
 
-function invalidKey (): ApiError {
-  return new ApiError('unauthorized', 'the API key is invalid or revoked', {
-    'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="the API key is invalid or revoked"`
+/** Why the policy refused a request, as petstore_auth_refusals_total counts it: never the key itself. */
+export type AuthRefusal = 'missing' | KeyRefusal | 'insufficient_scope'
+
+/** The 401 for a key sent but refused (RFC 6750 §3.1): unknown and revoked alike, so a revoked key tells nothing more. */
+function refusedKey (why: KeyRefusal): ApiError {
+  const [code, description] = why === 'expired'
+    ? ['key_expired', 'the API key has expired'] as const
+    : ['unauthorized', 'the API key is invalid or revoked'] as const
+  return new ApiError(code, description, { 'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="${description}"` })
+}
+
+/** The 403 for a valid key without the scope the route needs (RFC 6750 §3.1). */
+function insufficientScope (scope: Scope, grant: KeyGrant): ApiError {
+  return new ApiError('insufficient_scope', `this operation needs the scope ${scope}; this API key holds ${[...grant.scopes].join(', ')}`, {
+    'www-authenticate': `${CHALLENGE}, error="insufficient_scope", scope="${scope}"`
   })
 }
 
 /**
- * The id of the key the request carries, synchronously while the verifier's cache answers (nearly
+ * The grant of the key the request carries, synchronously while the verifier's cache answers (nearly
  * every request) and as a Promise when the store must be asked; throws (or rejects with) the 401
- * Error otherwise. `error="invalid_token"` only when a key was actually sent (RFC 6750 §3.1): a
- * missing header, another scheme, or a bare "Bearer" get the plain challenge.
+ * Error otherwise, counted by its reason. `error="invalid_token"` only when a key was actually sent
+ * (RFC 6750 §3.1): a missing header, another scheme, or a bare "Bearer" get the plain challenge.
  */
-function resolveKey (header: string | undefined, verifier: ApiKeyVerifier): number | Promise<number> {
+function resolveKey (header: string | undefined, verifier: ApiKeyVerifier, metrics: Metrics): KeyGrant | Promise<KeyGrant> {
   if (header === undefined || !/^bearer\s+\S/i.test(header)) {
+    metrics.authRefusals.inc({ reason: 'missing' })
     throw new ApiError('unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>', { 'www-authenticate': CHALLENGE })
   }
   const token = bearerToken(header)
-  if (token === undefined) throw invalidKey()
-  const id = verifier.check(token)
-  if (id instanceof Promise) {
-    return id.then(found => {
-      if (found === undefined) throw invalidKey()
-      return found
-    })
+  const granted = (verdict: KeyGrant | KeyRefusal): KeyGrant => {
+    if (typeof verdict !== 'string') return verdict
+    metrics.authRefusals.inc({ reason: verdict })
+    throw refusedKey(verdict)
   }
-  if (id === undefined) throw invalidKey()
-  return id
+  if (token === undefined) return granted('unknown')
+  const verdict = verifier.check(token)
+  return verdict instanceof Promise ? verdict.then(granted) : granted(verdict)
 }
 
 /**
  * Counts a request against a rate limit, then calls `done` with `err` (or the 429 the count threw or
  * rejected with): at once when the count was made in memory, after it settles when it went to Redis.
  */
+/**
+ * The scope the request's route declares (routes/v1.ts); undefined where no route matched (404, 405).
+ * Read only for a key that does not hold every scope: request.routeOptions is built on every read.
+ */
+const routeScope = (request: FastifyRequest): Scope | undefined => request.routeOptions.config?.scope
+
 function whenCounted (count: () => void | Promise<void>, done: HookHandlerDoneFunction, err?: Error): void {
   let counted
   try {
@@ -115,25 +138,31 @@ function whenCounted (count: () => void | Promise<void>, done: HookHandlerDoneFu
  * 1. an address that used up its failed-authentication budget is refused with 429 at once, unless
  *    its key is one already known valid (from memory): it never reaches the store;
  * 2. the bearer key is parsed and verified (the verifier's cache, else one store lookup);
- * 3. a failure is counted against the address (429 once over its budget, else 401);
+ * 3. a failure (401: missing, unknown, revoked or expired) is counted against the address (429 once
+ *    over its budget, else 401);
  * 4. a success sets `request.apiKeyId`, marks the response private, and is counted against the key
- *    (429 once over its limit).
+ *    (429 once over its limit); then a key without the scope the route declares (config.scope) is
+ *    refused with 403, as an authenticated client: against its key's limit, not its address's.
+ * All of it before the body is read: this is the scope's first onRequest hook.
  */
-function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atOnce: Admission): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
+function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atOnce: Admission, metrics: Metrics): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
   const knownKey = (request: FastifyRequest): boolean => {
     const token = bearerToken(request.headers.authorization)
     return token !== undefined && verifier.knownValid(token)
   }
-  // A success: the key's id on the request, the response private, the request counted against the key.
-  const accepted = (request: FastifyRequest, reply: FastifyReply, id: number, done: HookHandlerDoneFunction): void => {
-    request.apiKeyId = id
+  // A success: the key's id on the request, the response private, the request counted against the
+  // key; then the route's scope (403 once counted, unless the count answered 429).
+  const accepted = (request: FastifyRequest, reply: FastifyReply, grant: KeyGrant, done: HookHandlerDoneFunction): void => {
+    request.apiKeyId = grant.id
     reply.header('cache-control', NO_STORE)
-    whenCounted(() => limits.countKeyUse(request, reply), done)
+    const missing = missingScope(grant, () => routeScope(request))
+    if (missing !== undefined) metrics.authRefusals.inc({ reason: 'insufficient_scope' })
+    whenCounted(() => limits.countKeyUse(request, reply), done, missing === undefined ? undefined : insufficientScope(missing, grant))
   }
   // A failure: only a refused key counts against the address. A store that cannot answer (503) says
   // nothing about the caller, and during an outage would otherwise lock out valid clients.
   const refused = (request: FastifyRequest, reply: FastifyReply, err: unknown, done: HookHandlerDoneFunction): void => {
-    if (err instanceof ApiError && err.code === 'unauthorized') whenCounted(() => limits.countFailure(request, reply), done, err)
+    if (err instanceof ApiError && err.statusCode === 401) whenCounted(() => limits.countFailure(request, reply), done, err)
     else done(err as Error)
   }
   // Callback-style, not async: while the key cache answers and limits count in memory (nearly every
@@ -144,23 +173,23 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
     // parser's handler (client-errors.ts), not 401, 404 or 200 before it was seen.
     const done: HookHandlerDoneFunction = hasBody(request) ? (err?: Error) => { queueMicrotask(() => { next(err) }) } : next
     const now = Date.now()
-    const admitted = atOnce.admit(request.headers.authorization, now)
+    const admitted = atOnce.admit(request.headers.authorization, now, () => routeScope(request))
     if (admitted !== undefined) {
       request.apiKeyId = admitted
       atOnce.enter(admitted, now, reply)
       done()
       return
     }
-    let id: number | Promise<number>
+    let grant: KeyGrant | Promise<KeyGrant>
     try {
       limits.refuseBlockedAddress(request, reply, knownKey)
-      id = resolveKey(request.headers.authorization, verifier)
+      grant = resolveKey(request.headers.authorization, verifier, metrics)
     } catch (err) {
       refused(request, reply, err, done)
       return
     }
-    if (typeof id === 'number') accepted(request, reply, id, done)
-    else id.then(found => { accepted(request, reply, found, done) }, err => { refused(request, reply, err, done) })
+    if (!(grant instanceof Promise)) accepted(request, reply, grant, done)
+    else grant.then(found => { accepted(request, reply, found, done) }, err => { refused(request, reply, err, done) })
   }
 }
 
@@ -174,7 +203,7 @@ async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheT
   const verifier = new ApiKeyVerifier(opts.store, opts.keyCacheTtlMs)
   const atOnce = admission(app.rateLimits, verifier)
   app.decorateRequest('apiKeyId', 0)
-  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce))
+  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce, app.metrics))
   app.decorate('admission', atOnce)
   app.addHook('onClose', async () => { await verifier.close() })
 }

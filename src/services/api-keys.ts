@@ -1,5 +1,5 @@
 import crypto, { createHash, randomBytes } from 'node:crypto'
-import type { Scope } from '../schemas/scopes.js'
+import { ALL_SCOPES, type Scope } from '../schemas/scopes.js'
 import type { ApiKeyGrant, ApiKeyRecord, Store } from '../store/store.js'
 
 /** Prefix of every key, so secret scanners can recognise a leaked one. */
@@ -35,24 +35,72 @@ export async function createApiKey (
  */
 export type KeyState = 'active' | 'expired' | 'revoked'
 export function keyState (key: Pick<ApiKeyGrant, 'expiresAt' | 'revokedAt'>, now: number): KeyState {
-  if (key.revokedAt !== null && key.revokedAt.getTime() <= now) return 'revoked'
-  if (key.expiresAt !== null && key.expiresAt.getTime() <= now) return 'expired'
+  return stateAt(key.expiresAt?.getTime() ?? Infinity, key.revokedAt?.getTime() ?? Infinity, now)
+}
+
+function stateAt (expiresAt: number, revokedAt: number, now: number): KeyState {
+  if (revokedAt <= now) return 'revoked'
+  if (expiresAt <= now) return 'expired'
   return 'active'
 }
 
-interface CacheEntry { id: number | undefined, expires: number }
+/** A key as the verifier holds it: who, what it may do, and from when (ms; Infinity: never) it stops working. */
+export interface KeyGrant {
+  readonly id: number
+  readonly scopes: ReadonlySet<Scope>
+  /** Holds every scope: no route needs to be asked which one it wants. */
+  readonly all: boolean
+  readonly expiresAt: number
+  readonly revokedAt: number
+}
+
+/** Why a key is refused: not a key issued here (or not even shaped like one), revoked, or expired. */
+export type KeyRefusal = 'unknown' | 'revoked' | 'expired'
+export type KeyVerdict = KeyGrant | KeyRefusal
+
+function toGrant (found: ApiKeyGrant): KeyGrant {
+  return {
+    id: found.id,
+    scopes: new Set(found.scopes),
+    all: ALL_SCOPES.every(s => found.scopes.includes(s)),
+    expiresAt: found.expiresAt?.getTime() ?? Infinity,
+    revokedAt: found.revokedAt?.getTime() ?? Infinity
+  }
+}
+
+/** The verdict on a key at `now`: its grant while it works, else why not. Times are compared on every use, so expiry and a scheduled revocation hold to the millisecond. */
+function verdictAt (grant: KeyGrant | undefined, now: number): KeyVerdict {
+  if (grant === undefined) return 'unknown'
+  const state = stateAt(grant.expiresAt, grant.revokedAt, now)
+  return state === 'active' ? grant : state
+}
+
+/**
+ * The scope a route needs that the key lacks, or undefined when the key may use it. `scope()` names
+ * what the route needs (undefined: nothing, as an unknown path); it is asked only when the key does
+ * not hold every scope.
+ */
+export function missingScope (grant: KeyGrant, scope: () => Scope | undefined): Scope | undefined {
+  if (grant.all) return undefined
+  const needed = scope()
+  return needed === undefined || grant.scopes.has(needed) ? undefined : needed
+}
+
+interface CacheEntry { grant: KeyGrant | undefined, expires: number }
 
 /** How long a key stays "known valid" after it last verified (see knownValid). */
 const KNOWN_VALID_MS = 24 * 3600000
 
 /**
- * Verifies bearer keys against the store, trusting an answer for at most `ttlMs`, so a revocation
- * made anywhere (another instance, the CLI) is honoured within that bound. Concurrent checks of one
- * key share a single store lookup. Also records last use, flushed to the store in the background.
+ * Verifies bearer keys against the store, trusting what the store said of a key (its scopes, expiry
+ * and revocation time) for at most `ttlMs`, so a revocation made anywhere (another instance, the
+ * CLI) is honoured within that bound; an expiry or revocation time already known is honoured to the
+ * millisecond. Concurrent checks of one key share a single store lookup. Also records last use,
+ * flushed to the store in the background.
  */
 export class ApiKeyVerifier {
   private readonly cache = new Map<string, CacheEntry>()
-  private readonly inFlight = new Map<string, Promise<number | undefined>>()
+  private readonly inFlight = new Map<string, Promise<KeyGrant | undefined>>()
   /** Hashes of keys that verified valid, and until when that is remembered. */
   private readonly valid = new Map<string, number>()
   private usedAt = new Map<number, number>()
@@ -71,8 +119,8 @@ export class ApiKeyVerifier {
   /**
    * Whether this key verified valid here within the last 24 h, answered from memory alone (never the
    * store). Not an authentication: it only lets a known key past its address's failed-attempt block
-   * (rate-limit.ts), after which the key is verified as usual (a revocation still answers 401 and
-   * drops it from this memory). Guessing a key that passes costs as much as guessing a valid key.
+   * (rate-limit.ts), after which the key is verified as usual (a revocation or expiry still answers
+   * 401 and drops it from this memory). Guessing a key that passes costs as much as guessing a valid key.
    */
   knownValid (key: string): boolean {
     if (!API_KEY_PATTERN.test(key)) return false
@@ -91,40 +139,44 @@ export class ApiKeyVerifier {
     this.valid.set(hash, Date.now() + KNOWN_VALID_MS)
   }
 
-  /** The key's id when the key is valid and not revoked; undefined otherwise. */
-  async verify (key: string): Promise<number | undefined> {
+  /** The key's grant when it works now; why not otherwise. */
+  async verify (key: string): Promise<KeyVerdict> {
     return await this.check(key)
   }
 
   /**
    * Same answer as verify(), but synchronous while the answer is cached (nearly every request), so
-   * the auth hook costs no promise; a Promise only when the store must be asked.
+   * the auth hook costs no promise; a Promise only when the store must be asked. A use is recorded
+   * when the key works.
    */
-  check (key: string): number | undefined | Promise<number | undefined> {
+  check (key: string): KeyVerdict | Promise<KeyVerdict> {
     const now = Date.now()
     const hit = this.fresh(key, now)
     if (hit !== undefined) {
-      if (hit.id !== undefined) this.used(hit.id, now)
-      return hit.id
+      const verdict = verdictAt(hit.grant, now)
+      if (typeof verdict !== 'string') this.used(verdict.id, now)
+      return verdict
     }
-    if (!API_KEY_PATTERN.test(key)) return undefined
+    if (!API_KEY_PATTERN.test(key)) return 'unknown'
     let lookup = this.inFlight.get(key)
     if (lookup === undefined) {
       lookup = this.lookup(key)
       this.inFlight.set(key, lookup)
     }
-    return lookup.then(id => {
-      if (id !== undefined) this.usedAt.set(id, now)
-      return id
+    return lookup.then(grant => {
+      const verdict = verdictAt(grant, now)
+      if (typeof verdict !== 'string') this.usedAt.set(verdict.id, now)
+      return verdict
     })
   }
 
   /**
-   * The key's id when the cache trusts it as valid now, with no side effect (undefined: invalid,
-   * revoked, not cached or expired; check() then decides, and used() records a use).
+   * The key's grant when the cache trusts it and it works now, with no side effect (undefined:
+   * refused, not cached, or no longer trusted; check() then decides, and used() records a use).
    */
-  trusted (key: string, now: number): number | undefined {
-    return this.fresh(key, now)?.id
+  trusted (key: string, now: number): KeyGrant | undefined {
+    const verdict = verdictAt(this.fresh(key, now)?.grant, now)
+    return typeof verdict === 'string' ? undefined : verdict
   }
 
   /**
@@ -142,15 +194,17 @@ export class ApiKeyVerifier {
     this.usedAt.set(id, now)
   }
 
-  private async lookup (key: string): Promise<number | undefined> {
+  /** What the store holds of the key (undefined: no such key), cached for ttlMs. */
+  private async lookup (key: string): Promise<KeyGrant | undefined> {
     try {
       const hash = hashApiKey(key)
       const found = await this.store.findApiKeyByHash(hash)
-      const id = found === undefined || keyState(found, Date.now()) !== 'active' ? undefined : found.id
-      this.rememberValid(hash, id !== undefined)
+      const grant = found === undefined ? undefined : toGrant(found)
+      const now = Date.now()
+      this.rememberValid(hash, typeof verdictAt(grant, now) !== 'string')
       if (this.cache.size >= this.maxEntries) this.cache.clear()
-      this.cache.set(key, { id, expires: Date.now() + this.ttlMs })
-      return id
+      this.cache.set(key, { grant, expires: now + this.ttlMs })
+      return grant
     } finally {
       this.inFlight.delete(key)
     }

@@ -112,8 +112,8 @@ describe('the petstore CLI cannot surprise (black box)', () => {
     const lines = tty.output.split('\r\n').filter(l => l !== '')
     // A box table: every line the same width, the header row first, a row per key.
     assert.equal(new Set(lines.map(l => l.length)).size, 1, tty.output)
-    assert.match(lines[1]!, /^│ id │ name +│ created +│ last used │ revoked │$/)
-    assert.match(lines[3]!, /^│ 1 +│ a +│ \d{4}-\d\d-\d\dT[\d:.]+Z │ - +│ - +│$/)
+    assert.match(lines[1]!, /^│ id │ name +│ created +│ last used │ revoke at │ scopes +│ expires │ state +│$/)
+    assert.match(lines[3]!, /^│ 1 +│ a +│ \d{4}-\d\d-\d\dT[\d:.]+Z │ - +│ - +│ pets:read,pets:write │ - +│ active │$/)
     assert.match(lines[4]!, /^│ 2 +│ a much longer name │ /)
     assert.equal(tty.output.includes('\u001b['), false, 'no colour under NO_COLOR')
     assert.equal(readFileSync(errFile, 'utf8'), `petstore: store: SQLite ${join(dir, 'petstore.db')}\n`)

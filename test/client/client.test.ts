@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { createClient, ERROR_CODES, PET_STATUSES, PetstoreError, type DeprecationNotice } from '../../packages/client/src/index.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import {
+  createClient, ERROR_CODES, PET_STATUSES, PetstoreError, PetstoreInsufficientScopeError, PetstoreKeyExpiredError, type DeprecationNotice
+} from '../../packages/client/src/index.js'
+import { createApiKey } from '../../src/services/api-keys.js'
 import { checkingFetch, startTestServer } from '../helpers/server.js'
 import { onCleanup } from '../helpers/cleanup.js'
 
@@ -65,6 +69,25 @@ describe('@petstore/client', () => {
     await assert.rejects(client.getPet(424242n), (e: unknown) => e instanceof PetstoreError && e.code === 'not_found' && e.status === 404)
     await assert.rejects(client.createPet({ name: '   ', categoryId: 1 }), (e: unknown) => e instanceof PetstoreError && e.code === 'validation_failed' && /blank/.test(e.message))
     await assert.rejects(client.listPets({ limit: 500 }), (e: unknown) => e instanceof PetstoreError && e.code === 'invalid_parameter')
+  })
+
+  it('fails with PetstoreInsufficientScopeError naming the scope, and PetstoreKeyExpiredError once the key expired', async (t) => {
+    const s = await startTestServer(t)
+    const reader = createClient({ baseUrl: s.baseUrl, apiKey: (await createApiKey(s.store, 'reader', { scopes: ['pets:read'] })).key, fetch: checkingFetch })
+    assert.deepEqual((await reader.listPets()).pets, [])
+    const denied = await reader.createPet({ name: 'Rex', categoryId: 1 }).catch((e: unknown) => e)
+    assert.ok(denied instanceof PetstoreInsufficientScopeError, String(denied))
+    assert.ok(denied instanceof PetstoreError)
+    assert.deepEqual([denied.name, denied.code, denied.status, denied.scope], ['PetstoreInsufficientScopeError', 'insufficient_scope', 403, 'pets:write'])
+    assert.ok(denied.requestId !== undefined)
+
+    const expiresAt = new Date(Date.now() + 1500)
+    const brief = createClient({ baseUrl: s.baseUrl, apiKey: (await createApiKey(s.store, 'brief', { expiresAt })).key, fetch: checkingFetch })
+    assert.deepEqual((await brief.listPets()).pets, [])
+    await sleep(expiresAt.getTime() - Date.now() + 50)
+    const expired = await brief.listPets().catch((e: unknown) => e)
+    assert.ok(expired instanceof PetstoreKeyExpiredError, String(expired))
+    assert.deepEqual([expired.name, expired.code, expired.status, expired.message], ['PetstoreKeyExpiredError', 'key_expired', 401, '401 key_expired: the API key has expired'])
   })
 
   it('reports a Deprecation header once per operation through the hook', async (t) => {

@@ -89,7 +89,7 @@ function accessLines (lines: string[]): unknown[] {
   })
 }
 
-interface Seeded { db: string, keys: Record<'main' | 'refusals' | 'limited' | 'later' | 'revoked', string>, laterId: number }
+interface Seeded { db: string, keys: Record<'main' | 'refusals' | 'limited' | 'later' | 'revoked' | 'reader' | 'writer', string>, laterId: number }
 
 /** A database with keys, 25 pets and the cursor key, copied for the second server. */
 async function seed (t: TestContext): Promise<Seeded & { copy: string }> {
@@ -99,8 +99,9 @@ async function seed (t: TestContext): Promise<Seeded & { copy: string }> {
   const keys: Partial<Seeded['keys']> = {}
   let laterId = 0
   try {
-    for (const name of ['main', 'refusals', 'limited', 'later', 'revoked'] as const) {
-      const { key, record } = await createApiKey(store, name)
+    for (const name of ['main', 'refusals', 'limited', 'later', 'revoked', 'reader', 'writer'] as const) {
+      const scopes = name === 'reader' ? ['pets:read' as const] : name === 'writer' ? ['pets:write' as const] : undefined
+      const { key, record } = await createApiKey(store, name, { scopes })
       keys[name] = key
       if (name === 'later') laterId = record.id
       if (name === 'revoked') await store.revokeApiKey(record.id, new Date())
@@ -208,6 +209,18 @@ describe('the fast lane answers as Fastify would (in process, over HTTP)', () =>
     await leftToFastify('GET', '/v1/pets/1', { ...ref, 'if-match': '"stale"' })
     await leftToFastify('GET', '/v1/pets/1', { ...ref, 'accept-version': '1.x' })
     await leftToFastify('GET', '/v1/pets/1', ['host', 'a', 'host', 'b', 'authorization', ref.authorization])
+
+    // Scopes: a read-only key's cached read is the lane's; a write-only key's is left to the policy (403),
+    // each key first trusted by the key cache (a first use is verified by the policy).
+    const reader = { authorization: `Bearer ${s.keys.reader}` }
+    const writer = { authorization: `Bearer ${s.keys.writer}` }
+    await same(pair, 'GET', '/v1/pets/1', reader)
+    await same(pair, 'GET', '/v1/pets/1', writer)
+    await byLane(true, 'GET', '/v1/pets/1', reader)
+    await byLane(true, 'GET', '/v1/pets?limit=10', reader)
+    await leftToFastify('GET', '/v1/pets/1', writer)
+    await leftToFastify('GET', '/v1/pets?limit=10', writer)
+    assert.equal((await same(pair, 'GET', '/v1/pets/1', writer)).status, 403)
 
     // Headers the lane handles as Fastify does (or leaves to it).
     for (const id of ['client-id.1', 'bad id', 'psk_looks_like_a_key', 'x'.repeat(129)]) await same(pair, 'GET', '/v1/pets/1', { ...auth, 'x-request-id': id })

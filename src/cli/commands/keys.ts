@@ -1,10 +1,12 @@
 import type { Command } from 'commander'
 import { InvalidArgumentError } from 'commander'
+import { ALL_SCOPES, isScope, type Scope } from '../../schemas/scopes.js'
 import type { ApiKeyRecord } from '../../store/store.js'
-import { createApiKey } from '../../services/api-keys.js'
-import { CliError, NothingToDo } from '../exit.js'
+import { createApiKey, keyState, type KeyState } from '../../services/api-keys.js'
+import { CliError, EXIT, NothingToDo } from '../exit.js'
 import { printRows } from '../output.js'
 import { withCreateOption, withStore, type StoreOptions } from '../store.js'
+import { parseDuration, parseWhen, resolveWhen, type When } from '../when.js'
 
 const iso = (d: Date | null) => d === null ? '-' : d.toISOString()
 
@@ -20,52 +22,97 @@ function parseName (value: string): string {
   return name
 }
 
+/** --scope, repeatable, each a scope or a comma-separated list of them: the set so far. */
+function parseScopes (value: string, previous: Scope[] | undefined): Scope[] {
+  const set = new Set(previous)
+  for (const word of value.split(',')) {
+    const s = word.trim()
+    if (!isScope(s)) throw new InvalidArgumentError(`SCOPE must be one of ${ALL_SCOPES.join(', ')} (repeat --scope or separate with commas); got ${JSON.stringify(s)}`)
+    set.add(s)
+  }
+  return ALL_SCOPES.filter(s => set.has(s))
+}
+
+interface Listed { record: ApiKeyRecord, state: KeyState }
+
+// Scripts cut the tab-separated lines by position: new columns go at the end.
 const COLUMNS = [
-  { header: 'id', value: (r: ApiKeyRecord) => String(r.id) },
-  { header: 'name', value: (r: ApiKeyRecord) => r.name },
-  { header: 'created', value: (r: ApiKeyRecord) => iso(r.createdAt) },
-  { header: 'last used', value: (r: ApiKeyRecord) => iso(r.lastUsedAt) },
-  { header: 'revoked', value: (r: ApiKeyRecord) => iso(r.revokedAt) }
+  { header: 'id', value: (r: Listed) => String(r.record.id) },
+  { header: 'name', value: (r: Listed) => r.record.name },
+  { header: 'created', value: (r: Listed) => iso(r.record.createdAt) },
+  { header: 'last used', value: (r: Listed) => iso(r.record.lastUsedAt) },
+  { header: 'revoke at', value: (r: Listed) => iso(r.record.revokedAt) },
+  { header: 'scopes', value: (r: Listed) => r.record.scopes.join(',') },
+  { header: 'expires', value: (r: Listed) => iso(r.record.expiresAt) },
+  { header: 'state', value: (r: Listed) => r.state }
 ]
 
 export function registerKeysCommands (program: Command): void {
   const keys = program.command('keys').description('Create, list and revoke API keys.')
 
   withCreateOption(keys.command('create'))
-    .description('Create an API key and print it alone on stdout. It is shown only this once; only its SHA-256 hash is stored.')
+    .description('Create an API key and print it alone on stdout. It is shown only this once; only its SHA-256 hash is stored. ' +
+      'Without --scope the key holds every scope; without --expires it never expires.')
     .requiredOption('--name <name>', 'a label for the key, e.g. the team or client that uses it (1 to 100 characters)', parseName)
-    .action(async (opts: StoreOptions & { name: string }) => {
-      const { key, record } = await withStore(opts, store => createApiKey(store, opts.name))
-      process.stderr.write(`created key ${record.id} (${record.name}); store it now, it cannot be shown again\n`)
+    .option('--scope <scope>', `what the key may do: ${ALL_SCOPES.join(', ')}; repeat, or separate with commas, for several (default: all)`, parseScopes)
+    .option('--expires <when>', 'when the key stops working: an ISO 8601 time (2027-01-31, 2027-01-31T12:00:00Z) or a duration from now (30s, 15m, 12h, 90d)', parseWhen)
+    .action(async (opts: StoreOptions & { name: string, scope?: Scope[], expires?: When }, cmd: Command) => {
+      const now = Date.now()
+      const expiresAt = opts.expires === undefined ? null : resolveWhen(opts.expires, now)
+      if (expiresAt !== null && expiresAt.getTime() <= now) {
+        cmd.error(`error: option '--expires <when>' argument names ${expiresAt.toISOString()}, which is not in the future`, { exitCode: EXIT.usage, code: 'petstore.usage' })
+      }
+      const { key, record } = await withStore(opts, store => createApiKey(store, opts.name, { scopes: opts.scope ?? ALL_SCOPES, expiresAt }, new Date(now)))
+      const expiry = record.expiresAt === null ? 'never expires' : `expires ${record.expiresAt.toISOString()}`
+      process.stderr.write(`created key ${record.id} (${record.name}), scopes ${record.scopes.join(',')}, ${expiry}; store it now, it cannot be shown again\n`)
       process.stdout.write(`${key}\n`)
     })
 
   withCreateOption(keys.command('list'))
-    .description('List keys: id, name, created, last used, revoked. A table on a terminal, tab-separated lines when piped, --json for JSON. Never shows secrets or hashes.')
+    .description('List keys: id, name, created, last used, revoke at, scopes, expires, state (active, expired, revoked). ' +
+      'A table on a terminal, tab-separated lines when piped, --json for JSON. Never shows secrets or hashes. ' +
+      'A revoke-at time in the future is a scheduled revocation: the key works until then.')
     .option('--json', 'print a JSON array')
-    .action(async (opts: StoreOptions & { json?: boolean }) => {
+    .option('--active', 'only keys that work now (neither expired nor revoked)')
+    .option('--expired', 'only keys whose expiry has passed')
+    .action(async (opts: StoreOptions & { json?: boolean, active?: boolean, expired?: boolean }, cmd: Command) => {
+      if (opts.active === true && opts.expired === true) cmd.error('error: --active and --expired exclude each other', { exitCode: EXIT.usage, code: 'petstore.usage' })
       const { records, color } = await withStore(opts, async (store, config) => ({ records: await store.listApiKeys(), color: config.color }))
+      const now = Date.now()
+      const listed = records
+        .map(record => ({ record, state: keyState(record, now) }))
+        .filter(r => opts.active === true
+          ? r.state === 'active'
+          : opts.expired !== true || (r.record.expiresAt !== null && r.record.expiresAt.getTime() <= now))
       if (opts.json === true) {
-        process.stdout.write(JSON.stringify(records.map(r => ({
-          id: r.id, name: r.name, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt
+        process.stdout.write(JSON.stringify(listed.map(({ record: r, state }) => ({
+          id: r.id, name: r.name, scopes: r.scopes, state, createdAt: r.createdAt, expiresAt: r.expiresAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt
         })), null, 2) + '\n')
         return
       }
       if (records.length === 0) process.stderr.write('no API keys yet; make one with: petstore keys create --name NAME\n')
-      else printRows(records, COLUMNS, { color })
+      else if (listed.length === 0) process.stderr.write(`no ${opts.active === true ? 'active' : 'expired'} API keys (of ${records.length})\n`)
+      else printRows(listed, COLUMNS, { color })
     })
 
   withCreateOption(keys.command('revoke'))
-    .description('Revoke a key by id. Running servers refuse it within 1 second. Exit 3 when it was already revoked.')
+    .description('Revoke a key by id, now or --after a delay (the key works until then: rotate by creating its successor, deploying it, ' +
+      'and revoking the old key --after the deployment window). Running servers refuse it within 1 second of that time. ' +
+      'A revocation only moves earlier. Exit 3 when the key was already revoked, or is already to be revoked no later.')
     .argument('<id>', 'the key id from petstore keys list', parseId)
-    .action(async (id: number, opts: StoreOptions) => {
+    .option('--after <duration>', 'revoke this long from now: 30s, 15m, 12h, 90d', parseDuration)
+    .action(async (id: number, opts: StoreOptions & { after?: number }) => {
+      const now = Date.now()
+      const at = new Date(now + (opts.after ?? 0))
       await withStore(opts, async (store) => {
         // Read first so an already-revoked key is told apart (exit 3) and keeps its first revocation time.
         const record = (await store.listApiKeys()).find(r => r.id === id)
         if (record === undefined) throw new CliError(`no key with id ${id} (see petstore keys list)`)
-        if (record.revokedAt !== null) throw new NothingToDo(`key ${id} (${record.name}) was already revoked at ${record.revokedAt.toISOString()}; nothing to do`)
-        await store.revokeApiKey(id, new Date())
+        const revokedAt = record.revokedAt
+        if (revokedAt !== null && revokedAt.getTime() <= now) throw new NothingToDo(`key ${id} (${record.name}) was already revoked at ${revokedAt.toISOString()}; nothing to do`)
+        if (revokedAt !== null && revokedAt <= at) throw new NothingToDo(`key ${id} (${record.name}) is already to be revoked at ${revokedAt.toISOString()}, no later than asked; nothing to do`)
+        await store.revokeApiKey(id, at)
       })
-      process.stderr.write(`key ${id} revoked\n`)
+      process.stderr.write(opts.after === undefined ? `key ${id} revoked\n` : `key ${id} will be revoked at ${at.toISOString()}; it works until then\n`)
     })
 }
