@@ -8,6 +8,7 @@
 import { INT64_MIN } from '../schemas/int64.js'
 import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
 import { parseScopesText } from '../schemas/scopes.js'
+import type { ApiKeyRecordLine } from '../services/transfer/format.js'
 import type { ApiKeyGrant, ApiKeyRecord, ListPetsParams } from './store.js'
 
 /** The pet columns every pet query selects: `id, name, category_id, status`. */
@@ -19,9 +20,13 @@ export interface KeyGrantRow { id: bigint, scopes: string, expires_at: string | 
 /** Every column of a key but its hash (KEY_COLUMNS). */
 export interface KeyRow extends KeyGrantRow { name: string, created_at: string | Date, last_used_at: string | Date | null }
 
-/** The columns of KeyGrantRow, and of KeyRow: the same SQL on both stores. */
+/** A key as export reads it: every column, its hash included (KEY_EXPORT_COLUMNS). */
+export interface KeyExportRow extends KeyRow { key_hash: string }
+
+/** The columns of KeyGrantRow, KeyRow and KeyExportRow: the same SQL on both stores. */
 export const KEY_GRANT_COLUMNS = 'id, scopes, expires_at, revoked_at'
 export const KEY_COLUMNS = 'id, name, scopes, created_at, expires_at, last_used_at, revoked_at'
+export const KEY_EXPORT_COLUMNS = `${KEY_COLUMNS}, key_hash`
 
 /** An Idempotency-Key record as found: what was sent, when, and the pet it created. */
 export interface IdemRecord { fingerprint: string, createdAt: Date, pet: Pet }
@@ -60,3 +65,18 @@ export const storedPet = (id: bigint, pet: NewPet): Pet => ({ id, name: pet.name
 
 /** The keyset lower bound of a page: ids are int64, so the first page starts after the smallest. */
 export const pageAfter = (params: ListPetsParams): bigint => params.afterId ?? INT64_MIN
+
+const msOrNull = (v: string | Date | null): number | null => (v === null ? null : toDate(v).getTime())
+
+/** A key's line of an export. */
+export const toKeyRecordLine = (r: KeyExportRow): ApiKeyRecordLine => ({
+  type: 'apiKey',
+  id: Number(r.id),
+  name: r.name,
+  hash: r.key_hash,
+  scopes: parseScopesText(r.scopes),
+  createdAt: toDate(r.created_at).getTime(),
+  expiresAt: msOrNull(r.expires_at),
+  lastUsedAt: msOrNull(r.last_used_at),
+  revokedAt: msOrNull(r.revoked_at)
+})

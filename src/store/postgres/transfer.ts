@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { PetStatus } from '../../schemas/pets.js'
-import { parseScopesText, scopesText } from '../../schemas/scopes.js'
+import { scopesText } from '../../schemas/scopes.js'
+import { KEY_EXPORT_COLUMNS, type KeyExportRow, toKeyRecordLine } from '../rows.js'
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
 } from '../../services/transfer/format.js'
@@ -27,8 +28,6 @@ async function counts (client: pg.Client, liveSince: number): Promise<Counts> {
   const r = res.rows[0]!
   return { settings: Number(r.s), apiKeys: Number(r.k), pets: Number(r.p), idempotencyKeys: Number(r.i) }
 }
-
-const ms = (d: Date | null) => d === null ? null : d.getTime()
 
 /**
  * A REPEATABLE READ, READ ONLY transaction on its own connection: one snapshot for the counts and
@@ -59,22 +58,9 @@ export class PostgresTransferReader implements TransferReader {
   async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
     let after = 0n
     for (;;) {
-      const res = await guard(() => this.client.query<{
-        id: bigint, name: string, key_hash: string, scopes: string, created_at: Date, expires_at: Date | null, last_used_at: Date | null, revoked_at: Date | null
-      }>('SELECT id, name, key_hash, scopes, created_at, expires_at, last_used_at, revoked_at FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2', [after.toString(), BATCH]))
-      for (const r of res.rows) {
-        yield {
-          type: 'apiKey',
-          id: Number(r.id),
-          name: r.name,
-          hash: r.key_hash,
-          scopes: parseScopesText(r.scopes),
-          createdAt: r.created_at.getTime(),
-          expiresAt: ms(r.expires_at),
-          lastUsedAt: ms(r.last_used_at),
-          revokedAt: ms(r.revoked_at)
-        }
-      }
+      const res = await guard(() => this.client.query<KeyExportRow>(
+        `SELECT ${KEY_EXPORT_COLUMNS} FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`, [after.toString(), BATCH]))
+      for (const r of res.rows) yield toKeyRecordLine(r)
       if (res.rows.length < BATCH) return
       after = res.rows[res.rows.length - 1]!.id
     }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { PetStatus } from '../../schemas/pets.js'
-import { parseScopesText, scopesText } from '../../schemas/scopes.js'
+import { scopesText } from '../../schemas/scopes.js'
+import { KEY_EXPORT_COLUMNS, type KeyExportRow, toKeyRecordLine } from '../rows.js'
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
 } from '../../services/transfer/format.js'
@@ -8,7 +9,6 @@ import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer.j
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 
-const toMs = (iso: string | null) => iso === null ? null : Date.parse(iso)
 const toIso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
 function open (path: string, synchronous: SynchronousLevel): Database.Database {
@@ -32,7 +32,6 @@ function counts (db: Database.Database, liveSince: number): Counts {
   }
 }
 
-interface KeyRow { id: bigint, name: string, key_hash: string, scopes: string, created_at: string, expires_at: string | null, last_used_at: string | null, revoked_at: string | null }
 interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
 interface IdemRow { api_key_id: bigint, key: string, fingerprint: string, pet_id: bigint, created_at: bigint }
 
@@ -63,20 +62,8 @@ export class SqliteTransferReader implements TransferReader {
   }
 
   async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
-    const rows = this.db.prepare('SELECT id, name, key_hash, scopes, created_at, expires_at, last_used_at, revoked_at FROM api_keys ORDER BY id').iterate() as IterableIterator<KeyRow>
-    for (const r of rows) {
-      yield {
-        type: 'apiKey',
-        id: Number(r.id),
-        name: r.name,
-        hash: r.key_hash,
-        scopes: parseScopesText(r.scopes),
-        createdAt: Date.parse(r.created_at),
-        expiresAt: toMs(r.expires_at),
-        lastUsedAt: toMs(r.last_used_at),
-        revokedAt: toMs(r.revoked_at)
-      }
-    }
+    const rows = this.db.prepare(`SELECT ${KEY_EXPORT_COLUMNS} FROM api_keys ORDER BY id`).iterate() as IterableIterator<KeyExportRow>
+    for (const r of rows) yield toKeyRecordLine(r)
   }
 
   async * pets (): AsyncIterable<PetRecord> {
