@@ -9,10 +9,10 @@ import type { Representation } from './services/pet-reads.js'
 import type { Scope } from './schemas/scopes.js'
 
 /*
- * The fast lane: cached reads answered ahead of Fastify, by the routes' own functions.
+ * The fast lane: reads answered at once, ahead of Fastify, by the routes' own functions.
  *
- * Nearly every read is a getPet or listPets that the read cache holds, by a key the key cache
- * trusts, counted in memory. Fastify's request handling (routing, the Request and Reply objects,
+ * Nearly every read is a getPet or listPets that the read cache holds (or, on SQLite, that the
+ * store reads synchronously in a few µs), by a key the key cache trusts, counted in memory. Fastify's request handling (routing, the Request and Reply objects,
  * the hook runner, the reply's header and send machinery) then costs more CPU than the service's
  * own work for the request. The lane is the first listener of the node:http server (laneServer,
  * installed through Fastify's `serverFactory` option). It answers a request only when every step
@@ -32,14 +32,16 @@ import type { Scope } from './schemas/scopes.js'
  */
 
 /**
- * A read a route can answer at once from memory, declared in its `config.cachedRead`: the fast lane
- * answers such a route's requests whenever lookup() finds the representation.
+ * A read a route can answer at once, from the read cache or from a store that reads synchronously,
+ * declared in its `config.cachedRead`: the fast lane answers such a route's requests whenever
+ * lookup() finds the representation.
  */
 export interface CachedRead<P = unknown, Q = unknown> {
   /**
-   * The representation the request reads when the route can answer it at once, its cache hit
-   * counted; undefined, with nothing counted, when the route must answer it (not cached, a cursor
-   * refused, past the sunset). `params` and `query` as validation gave them.
+   * The representation the request reads when the route can answer it at once, its cache hit or
+   * miss counted; undefined, with nothing counted, when the route must answer it (not cached on a
+   * store that reads asynchronously, no such pet, a cursor refused, past the sunset). `params` and
+   * `query` as validation gave them.
    */
   lookup (params: P, query: Q): Representation | undefined
   /**
@@ -191,8 +193,8 @@ export function laneServer (lane: FastLane): (handler: (req: IncomingMessage, re
       try {
         answered = lane.answer(req, res)
       } catch (err) {
-        // Insurance (no known input throws): a request the lane failed on goes to Fastify, unless an
-        // answer has begun, which only a broken connection can end.
+        // A request the lane failed on (a store that cannot read now: Fastify's path reads again and
+        // answers 503) goes to Fastify, unless an answer has begun, which only a broken connection can end.
         if (res.headersSent) {
           res.destroy(err as Error)
           return

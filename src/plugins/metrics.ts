@@ -150,7 +150,7 @@ export class Metrics {
     new Counter({ name: 'petstore_store_errors_total', help: 'Failures to reach a backing store: the database (sqlite/postgres) or the rate-limit Redis.', labelNames: ['store'], registers, collect: tallied(this.storeErrors) })
     const fastLane = this.fastLane
     // eslint-disable-next-line no-new
-    new Counter({ name: 'petstore_fast_lane_responses_total', help: 'Cached getPet and listPets reads answered by the fast lane ahead of Fastify, with the same answer; they are counted in every other metric too.', registers, collect () { this.reset(); this.inc(fastLane.n) } })
+    new Counter({ name: 'petstore_fast_lane_responses_total', help: 'getPet and listPets reads answered by the fast lane ahead of Fastify (read cache hits; on SQLite, misses too), with the same answer; they are counted in every other metric too.', registers, collect () { this.reset(); this.inc(fastLane.n) } })
     const getPetCalls = this.getPetCalls
     // eslint-disable-next-line no-new
     new Counter({

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { TSchema } from 'typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { CachedRead } from '../fast-lane.js'
@@ -14,9 +15,11 @@ import {
 import { Ref } from '../schemas/common.js'
 import { AUTHORIZATION_CODES, errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
-import type { PageQuery, PetReads, Representation } from '../services/pet-reads.js'
+import type { PageQuery, PageRender, PetReads, Representation } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 
+/** getPet's 200 body (and createPet's 201). */
+const PET = Ref(PetSchema)
 // Reads carry a strong ETag and revalidate (see plugins/etag.ts).
 const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl }
 /**
@@ -50,12 +53,19 @@ function fingerprint (pet: NewPet): string {
   return createHash('sha256').update(JSON.stringify([pet.name, String(pet.categoryId), pet.status])).digest('hex')
 }
 
-/** A 200 representation made once, by the route's response schema, for the read cache to keep. */
-function represent (reply: FastifyReply, payload: Pet | Pet[], link?: string): Representation {
-  const serialize = reply.getSerializationFunction('200', 'application/json')
-  if (serialize === undefined) throw new Error(`no 200 application/json serializer on ${reply.request.url}`)
-  const body = Buffer.from(serialize(payload as unknown as Record<string, unknown>))
-  return { body, etag: etagOf(body), link }
+/**
+ * Makes a read's 200 representation once, for its answer and the read cache: the body serialized by
+ * the 200 schema the route declares, compiled by the app's serializer compiler as Fastify compiles
+ * the route's own (on first use: the compiler is set up once the routes are), and its strong ETag.
+ * No reply is needed, so the Fastify handler and the fast lane make it alike.
+ */
+function representer (app: FastifyInstance, url: string, schema: TSchema): (payload: Pet | Pet[], link?: string) => Representation {
+  let serialize: ((payload: unknown) => string) | undefined
+  return (payload, link) => {
+    serialize ??= app.serializerCompiler!({ schema, method: 'GET', url, httpStatus: '200', contentType: 'application/json' })
+    const body = Buffer.from(serialize(payload))
+    return { body, etag: etagOf(body), link }
+  }
 }
 
 /**
@@ -80,10 +90,17 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
     return afterId === undefined ? undefined : { afterId, limit: q.limit, status: q.status }
   }
+  const pageJson = representer(fastify, `${fastify.prefix}/pets`, PetsSchema)
+  /** How a page of this query is made: with the Link to the next page when more follow. */
+  const pageRender = (q: ListPetsQuery): PageRender => (pets, last) => {
+    if (last === undefined) return pageJson(pets)
+    const status = q.status === undefined ? '' : `&status=${q.status}`
+    return pageJson(pets, `</v1/pets?limit=${q.limit}${status}&cursor=${cursors.encode(last.id, q.status)}>; rel="next"`)
+  }
   const listPets: CachedRead<unknown, ListPetsQuery> = {
     lookup: (_params, query) => {
       const page = pageOf(query)
-      return page === undefined ? undefined : reads.cachedPage(page)
+      return page === undefined ? undefined : reads.pageNow(page, pageRender(query))
     },
     answer: (headers, _keyId, reply, rep) => answerRead(headers, reply, rep)
   }
@@ -110,12 +127,8 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     const q = request.query
     const page = pageOf(q)
     if (page === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
-    const rep = reads.page(page, (pets, last) => {
-      if (last === undefined) return represent(reply, pets)
-      const status = q.status === undefined ? '' : `&status=${q.status}`
-      return represent(reply, pets, `</v1/pets?limit=${q.limit}${status}&cursor=${cursors.encode(last.id, q.status)}>; rel="next"`)
-    })
-    // Not async: a cached page (nearly every read) is sent without a promise or a microtask.
+    const rep = reads.page(page, pageRender(q))
+    // Not async: a page read at once (a hit; any read on SQLite) is sent without a promise or a microtask.
     return rep instanceof Promise ? rep.then(r => send(request, reply, r)) : send(request, reply, rep)
   })
 
@@ -133,7 +146,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       body: Ref(NewPetSchema),
       headers: CreatePetHeadersSchema,
       response: {
-        201: jsonResponse('The animal as stored, with its assigned id.', Ref(PetSchema), { Location: Headers.location, 'Idempotent-Replayed': Headers.idempotentReplayed, ...RateLimitHeaders }),
+        201: jsonResponse('The animal as stored, with its assigned id.', PET, { Location: Headers.location, 'Idempotent-Replayed': Headers.idempotentReplayed, ...RateLimitHeaders }),
         ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', ...AUTHORIZATION_CODES, 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     }
@@ -179,8 +192,9 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     reply.header('link', SUCCESSOR)
   }
   // The route's hooks below, in their order, for a getPet the fast lane answers.
+  const petJson = representer(fastify, `${fastify.prefix}/pets/:petId`, PET)
   const getPet: CachedRead<{ petId: bigint }> = {
-    lookup: ({ petId }) => pastSunset() ? undefined : reads.cachedPet(petId),
+    lookup: ({ petId }) => pastSunset() ? undefined : reads.petNow(petId, petJson),
     answer: (headers, keyId, reply, rep) => {
       metrics.countGetPetCall(keyId)
       const body = answerRead(headers, reply, rep)
@@ -200,7 +214,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       params: PetIdParamsSchema,
       headers: ConditionalReadHeadersSchema,
       response: {
-        200: jsonResponse('The animal.', Ref(PetSchema), { ...deprecationHeaders, ...cacheHeaders, ...RateLimitHeaders }),
+        200: jsonResponse('The animal.', PET, { ...deprecationHeaders, ...cacheHeaders, ...RateLimitHeaders }),
         304: notModified({ ...deprecationHeaders, ...RateLimitHeaders }),
         ...errorResponses(['invalid_parameter', ...AUTHORIZATION_CODES, 'not_found', 'gone', 'precondition_failed', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
       }
@@ -223,12 +237,12 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     }
   }, (request, reply) => {
     const { petId } = request.params
-    const rep = reads.pet(petId, (pet) => represent(reply, pet))
-    // Not async: a cached pet (nearly every read) is sent without a promise or a microtask.
-    if (!(rep instanceof Promise)) return send(request, reply, rep)
-    return rep.then(found => {
-      if (found === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
-      return send(request, reply, found)
-    })
+    const found = (rep: Representation | undefined): Buffer | Readable => {
+      if (rep === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
+      return send(request, reply, rep)
+    }
+    const rep = reads.pet(petId, petJson)
+    // Not async: a pet read at once (a hit; any read on SQLite) is sent without a promise or a microtask.
+    return rep instanceof Promise ? rep.then(found) : found(rep)
   })
 }

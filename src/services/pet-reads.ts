@@ -1,7 +1,9 @@
 /*
  * The read path of getPet and listPets, for every store: a cache of finished 200 representations
  * (body bytes, strong ETag, Link) above the Store interface, so a hit does no query, no
- * serialization and no hashing.
+ * serialization and no hashing. A miss builds the representation once, for its answer and the cache.
+ * On a store that reads synchronously (SQLite) every read, hit or miss, is answered at once (petNow,
+ * pageNow), so the fast lane answers misses too; on another (PostgreSQL) a miss is a Promise.
  *
  * Why a cached entry can never go stale, on any instance and either store:
  * 1. Pets are immutable. The Store interface has no update or delete, and nothing else writes the
@@ -31,7 +33,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Metrics } from '../plugins/metrics.js'
 import type { Pet, PetStatus } from '../schemas/pets.js'
-import type { Store } from '../store/store.js'
+import type { ListPetsParams, Store } from '../store/store.js'
 
 /** A 200 representation as sent: the body bytes, their strong ETag, and (listPets) the Link to the next page. */
 export interface Representation {
@@ -57,8 +59,13 @@ export const ENTRY_OVERHEAD = 768
 
 const sizeOf = (rep: Representation): number => rep.body.byteLength + (rep.link?.length ?? 0) + ENTRY_OVERHEAD
 
+/** Makes a listPets representation from the page's pets and, when more follow, the last of them. */
+export type PageRender = (pets: Pet[], last: Pet | undefined) => Representation
+
 const petKey = (id: bigint): string => `p${id}`
 const pageKey = (q: PageQuery): string => `l${q.status ?? ''}:${q.afterId ?? ''}:${q.limit}`
+/** What the store reads for a page: one row more than the limit, to learn whether more follow. */
+const rowsOf = (q: PageQuery): ListPetsParams => ({ afterId: q.afterId, limit: q.limit + 1, status: q.status })
 
 export class PetReads {
   private readonly cache: LRUCache<string, Representation> | undefined
@@ -70,51 +77,75 @@ export class PetReads {
     metrics.watchReadCache(() => ({ entries: this.cache?.size ?? 0, bytes: this.cache?.calculatedSize ?? 0 }))
   }
 
-  /** getPet from the cache: the pet's representation (the hit counted), or undefined with nothing counted. */
-  cachedPet (id: bigint): Representation | undefined {
-    const hit = this.cache?.get(petKey(id))
-    if (hit !== undefined) this.counters.pet.hits.inc()
-    return hit
-  }
-
-  /** listPets from the cache: the page's representation (the hit counted), or undefined with nothing counted. */
-  cachedPage (q: PageQuery): Representation | undefined {
-    const hit = this.cache?.get(pageKey(q))
-    if (hit !== undefined) this.counters.page.hits.inc()
-    return hit
+  /**
+   * getPet answered at once: the cached representation (the hit counted), or, on a store that reads
+   * synchronously (Store.readsNow), the pet read now, made into its representation by `render` and
+   * kept (the miss counted); undefined, with nothing counted, when it cannot be answered at once (a
+   * store that reads asynchronously: see pet()) or no pet has this id.
+   */
+  petNow (id: bigint, render: (pet: Pet) => Representation): Representation | undefined {
+    const key = petKey(id)
+    const hit = this.cache?.get(key)
+    if (hit !== undefined) {
+      this.counters.pet.hits.inc()
+      return hit
+    }
+    const pet = this.store.readsNow?.getPet(id)
+    if (pet === undefined) return undefined
+    this.counters.pet.misses.inc()
+    return this.keep(key, render(pet))
   }
 
   /**
    * getPet: the pet's representation (made by `render` on a miss), or undefined when no pet has this
-   * id. A hit is answered synchronously (no promise, no microtask: most reads are hits); a miss is a
-   * Promise of the store's answer.
+   * id; synchronously when petNow answers (a hit; any read of a store that reads synchronously), else
+   * a Promise of the store's answer.
    */
-  pet (id: bigint, render: (pet: Pet) => Representation): Representation | Promise<Representation | undefined> {
-    const hit = this.cachedPet(id)
-    if (hit !== undefined) return hit
+  pet (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
+    const now = this.petNow(id, render)
+    if (now !== undefined) return now
     this.counters.pet.misses.inc()
-    return this.store.getPet(id).then(pet => {
-      if (pet === undefined) return undefined
-      const rep = render(pet)
-      this.cache?.set(petKey(id), rep)
-      return rep
-    })
+    // petNow read a store that reads synchronously: no pet has this id.
+    if (this.store.readsNow !== undefined) return undefined
+    return this.store.getPet(id).then(pet => pet === undefined ? undefined : this.keep(petKey(id), render(pet)))
   }
 
   /**
-   * listPets: the page's representation, synchronously on a hit, else a Promise. On a miss `render`
-   * gets the page's pets and, when more follow, the last of them (the next page starts after it).
+   * listPets answered at once: the cached page (the hit counted), or, on a store that reads
+   * synchronously, the page read now and made by `render` (kept when full; the miss counted);
+   * undefined, with nothing counted, on a store that reads asynchronously (see page()). `render` gets
+   * the page's pets and, when more follow, the last of them (the next page starts after it).
    */
-  page (q: PageQuery, render: (pets: Pet[], last: Pet | undefined) => Representation): Representation | Promise<Representation> {
-    const hit = this.cachedPage(q)
-    if (hit !== undefined) return hit
+  pageNow (q: PageQuery, render: PageRender): Representation | undefined {
+    const hit = this.cache?.get(pageKey(q))
+    if (hit !== undefined) {
+      this.counters.page.hits.inc()
+      return hit
+    }
+    const now = this.store.readsNow
+    if (now === undefined) return undefined
+    const pets = now.listPets(rowsOf(q))
     this.counters.page.misses.inc()
-    return this.store.listPets({ afterId: q.afterId, limit: q.limit + 1, status: q.status }).then(pets => {
-      if (pets.length <= q.limit) return render(pets, undefined)
-      pets.length = q.limit
-      const rep = render(pets, pets[q.limit - 1])
-      this.cache?.set(pageKey(q), rep)
-      return rep
-    })
+    return this.made(q, pets, render)
+  }
+
+  /** listPets: the page's representation, synchronously when pageNow answers, else a Promise of the store's answer. */
+  page (q: PageQuery, render: PageRender): Representation | Promise<Representation> {
+    const now = this.pageNow(q, render)
+    if (now !== undefined) return now
+    this.counters.page.misses.inc()
+    return this.store.listPets(rowsOf(q)).then(pets => this.made(q, pets, render))
+  }
+
+  /** A page read with one row more than its limit, made into its representation, kept when full. */
+  private made (q: PageQuery, pets: Pet[], render: PageRender): Representation {
+    if (pets.length <= q.limit) return render(pets, undefined)
+    pets.length = q.limit
+    return this.keep(pageKey(q), render(pets, pets[q.limit - 1]))
+  }
+
+  private keep (key: string, rep: Representation): Representation {
+    this.cache?.set(key, rep)
+    return rep
   }
 }

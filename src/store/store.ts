@@ -77,6 +77,12 @@ export interface PoolStats {
   waiting: number
 }
 
+/** getPet and listPets of a store that reads synchronously (Store.readsNow). */
+export interface PetReadsNow {
+  getPet (id: bigint): Pet | undefined
+  listPets (params: ListPetsParams): Pet[]
+}
+
 /**
  * Everything the service needs from a database. Routes and services see only this interface; each
  * store (SQLite, PostgreSQL) holds only its SQL and its connection handling behind it, and shares
@@ -110,6 +116,12 @@ export interface Store {
   getPet (id: bigint): Promise<Pet | undefined>
   /** Pets in ascending id order (keyset pagination). */
   listPets (params: ListPetsParams): Promise<Pet[]>
+  /**
+   * The same two reads, answered synchronously, on a store whose reads run on the event loop anyway
+   * (SQLite: a primary-key read is a few µs of CPU); absent when a read waits for a server
+   * (PostgreSQL). The read cache answers a miss with them at once (services/pet-reads.ts).
+   */
+  readonly readsNow?: PetReadsNow
 
   createApiKey (key: NewApiKey): Promise<ApiKeyRecord>
   /** The key with this SHA-256 hash (hex), revoked, expired or not: the caller compares the times with its clock. */

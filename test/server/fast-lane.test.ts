@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js'
 import { Metrics } from '../../src/plugins/metrics.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
+import type { Store } from '../../src/store/store.js'
 import { tempDir } from '../helpers/app.js'
 import { fcParams } from '../helpers/property.js'
 import { onCleanup } from '../helpers/cleanup.js'
@@ -135,6 +136,27 @@ describe('the fast lane answers as Fastify would (in process, over HTTP)', () =>
     const max = 150
     const { pair } = await inProcessPair(t, s, Date.now, { RATE_LIMIT_MAX: String(max), RATE_LIMIT_ANON_MAX: '30', KEY_CACHE_TTL_MS: '1000' })
     const auth = { authorization: `Bearer ${s.keys.main}` }
+
+    // Misses: the SQLite store reads synchronously, so a miss is the lane's to answer too (getPet, a
+    // full page, the newest page), counted as a miss; no pet with the id is Fastify's 404. After a
+    // control the lane answers (the key trusted by the key cache).
+    const missByLane = async (lane: boolean, path: string): Promise<void> => {
+      let n = laneAnswers(pair)
+      for (let i = 0; i < 5; i++) {
+        await same(pair, 'GET', '/v1/pets/24', auth)
+        if (laneAnswers(pair) > n) break
+        n = laneAnswers(pair)
+      }
+      n = laneAnswers(pair)
+      const misses = pair.metrics[0].readCache.pet.misses.n + pair.metrics[0].readCache.page.misses.n
+      await same(pair, 'GET', path, auth)
+      assert.equal(laneAnswers(pair), lane ? n + 1 : n, `the lane ${lane ? 'answered' : 'left to Fastify'} the miss ${path}`)
+      assert.equal(pair.metrics[0].readCache.pet.misses.n + pair.metrics[0].readCache.page.misses.n, misses + 1, `one miss counted for ${path}`)
+    }
+    await missByLane(true, '/v1/pets/7')
+    await missByLane(true, '/v1/pets?limit=6')
+    await missByLane(true, '/v1/pets?status=pending&limit=100')
+    await missByLane(false, '/v1/pets/99')
 
     // Reads: a miss (the store), then hits (the lane's), getPet and pages (a full one is cached, the last is not).
     for (let i = 0; i < 3; i++) await same(pair, 'GET', '/v1/pets/1', auth)
@@ -269,14 +291,16 @@ describe('the fast lane answers as Fastify would (in process, over HTTP)', () =>
  * The app with the lane and the app without it, in this process on the two databases, listening on
  * loopback, each logging at info into an array of its own.
  */
-async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now: () => number, env: Record<string, string> = {}, pressureSampleIntervalMs?: number): Promise<{ pair: Pair, metrics: [Metrics, Metrics], apps: [FastifyInstance, FastifyInstance] }> {
+async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now: () => number, env: Record<string, string> = {}, pressureSampleIntervalMs?: number): Promise<{ pair: Pair, metrics: [Metrics, Metrics], apps: [FastifyInstance, FastifyInstance], stores: [Store, Store] }> {
   const apps: FastifyInstance[] = []
+  const stores: Store[] = []
   const metrics: Metrics[] = []
   const logs: string[][] = []
   for (const [db, fastLane] of [[s.db, true], [s.copy, false]] as const) {
     const config = loadConfig({ DATABASE_URL: `sqlite:${db}`, EVENT_LOOP_MAX_DELAY_MS: '0', ...env })
     const store = await openStore(config)
     onCleanup(t, () => store.close())
+    stores.push(store)
     const m = new Metrics(store)
     const lines: string[] = []
     const logger = { level: 'info', stream: { write: (line: string) => { lines.push(line) } } }
@@ -289,7 +313,7 @@ async function inProcessPair (t: TestContext, s: Seeded & { copy: string }, now:
   }
   const [lane, fastify] = apps.map(app => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`) as [string, string]
   const pair: Pair = { lane: { url: lane }, fastify: { url: fastify }, metrics: metrics as [Metrics, Metrics], logs: logs as [string[], string[]] }
-  return { pair, metrics: pair.metrics, apps: apps as [FastifyInstance, FastifyInstance] }
+  return { pair, metrics: pair.metrics, apps: apps as [FastifyInstance, FastifyInstance], stores: stores as [Store, Store] }
 }
 
 describe('the fast lane while draining and while shedding load (in process, over HTTP)', () => {
@@ -310,6 +334,22 @@ describe('the fast lane while draining and while shedding load (in process, over
     }
     assert.equal((await same(pair, 'GET', '/readyz')).status, 503)
     assert.equal(metrics[0].fastLane.n, before, 'the lane answered nothing while draining')
+  })
+
+  it('steps aside when the store cannot read: a miss gets the 503, its store error counted, as without the lane', async (t) => {
+    const s = await seed(t)
+    const { pair, metrics, stores } = await inProcessPair(t, s, Date.now)
+    const auth = { authorization: `Bearer ${s.keys.main}` }
+    for (let i = 0; i < 3; i++) await same(pair, 'GET', '/v1/pets/5', auth)
+    const before = metrics[0].fastLane.n
+    assert.ok(before >= 1, 'the lane answered reads before the store closed')
+    // A read that arrives once the store is closed (as during a shutdown) is refused by the store.
+    for (const store of stores) await store.close()
+    for (const path of ['/v1/pets/8', '/v1/pets?limit=4']) assert.equal((await same(pair, 'GET', path, auth)).status, 503)
+    assert.equal((await same(pair, 'GET', '/v1/pets/5', auth)).status, 200, 'a cached read needs no store')
+    assert.equal(metrics[0].fastLane.n, before + 1, 'the lane answered only the cached read')
+    assert.deepEqual(await countedSeries(metrics[0]), await countedSeries(metrics[1]))
+    assert.deepEqual(accessLines(pair.logs[0]), accessLines(pair.logs[1]))
   })
 
   it('steps aside while shedding: a cached read gets the overload 503, counted, as without the lane', async (t) => {

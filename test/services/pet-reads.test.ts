@@ -49,6 +49,43 @@ for (const kind of STORES) {
       }
     })
 
+    it('answers at once a hit on every store, a miss on a store that reads synchronously (SQLite), counting only what it answers', async (t) => {
+      const store = await open(t, kind)
+      try {
+        const metrics = new Metrics(store)
+        const reads = new PetReads(store, 1 << 20, metrics)
+        for (let i = 0; i < 3; i++) await store.createPet({ name: `p${i}`, categoryId: BigInt(i), status: 'sold' })
+        const synchronous = kind === 'sqlite'
+        assert.equal(store.readsNow !== undefined, synchronous)
+        const q = { afterId: null, limit: 2, status: undefined }
+        assert.equal(reads.petNow(9n, render), undefined, 'no such pet')
+        const pet = reads.petNow(1n, render)
+        const page = reads.pageNow(q, render)
+        if (synchronous) {
+          assert.deepEqual(JSON.parse(String(pet?.body)), { id: 1, name: 'p0', categoryId: 0, status: 'sold' })
+          assert.deepEqual(ids(page), [1, 2])
+          assert.deepEqual(await counts(metrics), { 'misses_total:pet': 1, 'misses_total:page': 1, entries: 2, bytes: pet!.body.byteLength + page!.body.byteLength + 'after 2'.length + 2 * ENTRY_OVERHEAD })
+          // The Promise-free path of the Fastify handler: a miss and a pet not found, at once.
+          assert.ok(!(reads.pet(3n, render) instanceof Promise))
+          assert.equal(reads.pet(9n, render), undefined)
+        } else {
+          assert.equal(pet, undefined)
+          assert.equal(page, undefined)
+          assert.deepEqual(await counts(metrics), {}, 'nothing counted for what it did not answer')
+          assert.ok(reads.pet(3n, render) instanceof Promise)
+          assert.equal(await reads.pet(9n, render), undefined)
+          await reads.pet(1n, render)
+          await reads.page(q, render)
+        }
+        assert.ok(reads.petNow(1n, () => assert.fail('a hit renders nothing')) !== undefined)
+        assert.ok(reads.pageNow(q, () => assert.fail('a hit renders nothing')) !== undefined)
+        const c = await counts(metrics)
+        assert.deepEqual([c['hits_total:pet'], c['misses_total:pet'], c['hits_total:page'], c['misses_total:page']], [1, 3, 1, 1])
+      } finally {
+        await store.close()
+      }
+    })
+
     it('caches only pages that came back full; the newest page grows as pets are added', async (t) => {
       const store = await open(t, kind)
       try {

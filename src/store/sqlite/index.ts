@@ -5,7 +5,7 @@ import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateOutcome, PetCreates } from '../creates.js'
 import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyGrant, toPet } from '../rows.js'
 import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
-import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NewApiKey, Store } from '../store.js'
+import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NewApiKey, PetReadsNow, Store } from '../store.js'
 import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
@@ -213,18 +213,27 @@ export class SqliteStore implements Store {
     return await this.purge(before.getTime())
   }
 
+  readonly readsNow: PetReadsNow = {
+    getPet: (id) => {
+      const row = guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
+      return row === undefined ? undefined : toPet(row)
+    },
+    listPets: (params) => {
+      const { limit, status } = params
+      const after = pageAfter(params)
+      const rows = guard(() => (status === undefined
+        ? this.stmts.listAll.all(after, limit)
+        : this.stmts.listByStatus.all(status, after, limit)) as PetRow[])
+      return rows.map(toPet)
+    }
+  }
+
   async getPet (id: bigint): Promise<Pet | undefined> {
-    const row = guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
-    return row === undefined ? undefined : toPet(row)
+    return this.readsNow.getPet(id)
   }
 
   async listPets (params: ListPetsParams): Promise<Pet[]> {
-    const { limit, status } = params
-    const after = pageAfter(params)
-    const rows = guard(() => (status === undefined
-      ? this.stmts.listAll.all(after, limit)
-      : this.stmts.listByStatus.all(status, after, limit)) as PetRow[])
-    return rows.map(toPet)
+    return this.readsNow.listPets(params)
   }
 
   async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
