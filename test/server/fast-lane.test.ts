@@ -344,12 +344,17 @@ describe('the fast lane while draining and while shedding load (in process, over
     const before = metrics[0].fastLane.n
     assert.ok(before >= 1, 'the lane answered reads before the store closed')
     // A read that arrives once the store is closed (as during a shutdown) is refused by the store.
-    for (const store of stores) await store.close()
-    for (const path of ['/v1/pets/8', '/v1/pets?limit=4']) assert.equal((await same(pair, 'GET', path, auth)).status, 503)
-    assert.equal((await same(pair, 'GET', '/v1/pets/5', auth)).status, 200, 'a cached read needs no store')
-    assert.equal(metrics[0].fastLane.n, before + 1, 'the lane answered only the cached read')
-    assert.deepEqual(await countedSeries(metrics[0]), await countedSeries(metrics[1]))
-    assert.deepEqual(accessLines(pair.logs[0]), accessLines(pair.logs[1]))
+    // Not compared with the other app: whether a key is still trusted without the store (at most
+    // KEY_CACHE_TTL_MS) decides which headers a 503 has, and a loaded machine can end it between two answers.
+    await stores[0].close()
+    const errors = async (): Promise<string | undefined> => /^petstore_store_errors_total\{store="sqlite"\} (\d+)$/m.exec(await metrics[0].registry.metrics())?.[1]
+    for (const path of ['/v1/pets/8', '/v1/pets?limit=4']) {
+      const a = await call(pair.lane.url, 'GET', path, auth)
+      assert.equal(a.status, 503, `${path}: ${a.body}`)
+      assert.equal((JSON.parse(a.body) as { code: string }).code, 'service_unavailable')
+    }
+    assert.equal(metrics[0].fastLane.n, before, 'the lane answered neither')
+    assert.equal(await errors(), '2', 'one store error counted per request')
   })
 
   it('steps aside while shedding: a cached read gets the overload 503, counted, as without the lane', async (t) => {
