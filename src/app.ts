@@ -126,8 +126,8 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
     forceCloseConnections: 'idle',
     // The shutdown plugin answers 503 itself while closing, in the Error shape.
     return503OnClosing: false,
-    // No parameter is matched by a regex, so the router needs no length cap of its own (Node bounds the
-    // URL at 16 KiB); a long petId then meets its validator: 400 with getPet's headers, not a bare 414.
+    // No parameter is matched by a regex, so the router needs no length cap of its own (the hardening
+    // plugin bounds the target: 414 past MAX_TARGET_LENGTH); a long petId meets its validator: 400.
     routerOptions: ROUTER_OPTIONS,
     // A URL the router cannot decode goes through the same plugins as any other (see plugins/errors.ts).
     frameworkErrors: routeBadUrls,

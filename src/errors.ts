@@ -4,7 +4,7 @@
  * docs/reference/errors.md is generated from this list (npm run docs).
  */
 export const ERROR_CODES = {
-  bad_request: { status: 400, description: 'The request is not valid HTTP/1.1: a malformed request line, header or framing (answered before routing; the connection is closed).' },
+  bad_request: { status: 400, description: 'The request is not valid HTTP/1.1: a malformed request line, header or framing, a fragment (`#`) in the target, a missing, repeated or invalid Host, or Transfer-Encoding in an HTTP/1.0 request (answered before routing; the connection is closed).' },
   validation_failed: { status: 400, description: 'The request body is missing a required field, has an unknown field, or a value breaks its rule.' },
   invalid_parameter: { status: 400, description: 'A query or path parameter is malformed, out of range, repeated, unknown, or a cursor is tampered with or reused with another filter.' },
   invalid_json: { status: 400, description: 'The request body is not valid UTF-8 JSON, or uses a forbidden key such as __proto__.' },
@@ -18,13 +18,14 @@ export const ERROR_CODES = {
   gone: { status: 410, description: 'The operation was removed at its sunset date; the message names the replacement.' },
   precondition_failed: { status: 412, description: 'If-Match names no current entity tag of the resource read: it changed since the client read it.' },
   payload_too_large: { status: 413, description: 'The request body is larger than the body limit.' },
+  uri_too_long: { status: 414, description: 'The request target (path and query) is longer than 8 KiB (answered before routing; the connection is closed).' },
   unsupported_media_type: { status: 415, description: 'The request body is not application/json in UTF-8 (one charset parameter at most), or is sent with a Content-Encoding other than identity.' },
   expectation_failed: { status: 417, description: 'The Expect header names an expectation other than 100-continue.' },
   idempotency_key_reused: { status: 422, description: 'The Idempotency-Key was already used with a different request body.' },
   rate_limited: { status: 429, description: 'Too many requests for this API key, or too many failed authentications from this address; see Retry-After.' },
   header_too_large: { status: 431, description: 'The request line and headers are larger than 16 KiB; the connection is closed.' },
   internal_error: { status: 500, description: 'An unexpected failure; details are logged with the request id, never returned.' },
-  not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders).' },
+  not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders), or the body is sent with a transfer coding other than chunked (answered before routing; the connection is closed).' },
   service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, or it is shutting down; see Retry-After.' }
 } as const satisfies Record<string, { status: number, description: string }>
 

@@ -4,15 +4,41 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
+import { MAX_TARGET_LENGTH } from './hardening.js'
 
 // node:http as CommonJS gives it: an ES import of it reads every export, among them the lazy
 // getters that load Node's bundled undici (fetch, WebSocket), at every start, for nothing the
 // server uses.
 const { ServerResponse, STATUS_CODES } = process.getBuiltinModule('node:http')
 
+type ParserError = Error & { code?: string, rawPacket?: unknown, bytesParsed?: unknown }
+
+/** A request line still being read: a method, one space, and target bytes (no version, no line end yet). */
+const REQUEST_LINE_START = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]*$/
+
+/**
+ * Whether Node's parser ran past its 16 KiB head limit inside the request line, so the target is
+ * what is too long (414) rather than the headers (431). The parser tells only the bytes of the read
+ * it was parsing (`rawPacket`, up to `bytesParsed`): the overflow is in the request line when what
+ * follows the last line end there is a method and a target still going. A request line spread over
+ * several reads whose last read holds only target bytes cannot be told from a long header value,
+ * and gets 431.
+ */
+function overflowInRequestLine (err: ParserError): boolean {
+  if (!Buffer.isBuffer(err.rawPacket)) return false
+  const packet = err.rawPacket
+  const seen = packet.subarray(0, typeof err.bytesParsed === 'number' ? err.bytesParsed : packet.length)
+  return REQUEST_LINE_START.test(seen.subarray(seen.lastIndexOf(0x0a) + 1).toString('latin1'))
+}
+
 /** What Node's HTTP parser refused, as one of our errors. */
-function toClientError (code: string | undefined): ApiError {
-  if (code === 'HPE_HEADER_OVERFLOW') return new ApiError('header_too_large', 'the request line and headers are larger than the server accepts (16 KiB)')
+function toClientError (err: ParserError): ApiError {
+  const code = err.code
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return overflowInRequestLine(err)
+      ? new ApiError('uri_too_long', `the request target is longer than ${MAX_TARGET_LENGTH} characters`)
+      : new ApiError('header_too_large', 'the request line and headers are larger than the server accepts (16 KiB)')
+  }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new ApiError('request_timeout', 'the request was not received in time')
   return new ApiError('bad_request', 'the request is not valid HTTP/1.1 (request line, header or framing)')
 }
@@ -75,12 +101,12 @@ function rawErrorResponse (error: ApiError, requestId: string): string {
  * the 400. Answering at once would put the 400 where the client expects the create's answer, and
  * a client retrying that "failed" create would store the animal twice.
  */
-export function clientErrorHandler (this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler (this: FastifyInstance, err: ParserError, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   // The parser stays in its error state: more bytes on this socket report the same error again.
   if (answered.has(socket)) return
   answered.add(socket)
-  const error = toClientError(err.code)
+  const error = toClientError(err)
   const requestId = randomUUID()
   this.log.debug({ reqId: requestId, err: { code: err.code, message: err.message } }, 'client error')
   afterCompleteRequests(socket, () => {

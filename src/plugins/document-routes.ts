@@ -1,7 +1,8 @@
 import { hash } from 'node:crypto'
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { headNoBody, ifNoneMatchHits } from './etag.js'
+import { ApiError } from '../errors.js'
+import { headNoBody, ifMatchHolds, ifNoneMatchHits } from './etag.js'
 
 type Coding = 'br' | 'gzip' | 'identity'
 
@@ -36,7 +37,8 @@ export function negotiateCoding (header: string | undefined): Coding {
  * A GET route for a document that is the same bytes for the life of the process (the OpenAPI
  * document): computed and compressed once, on first use, as gzip and brotli; each coding a
  * representation of its own with its own strong ETag; `Vary: Accept-Encoding`; revalidated
- * (`public, no-cache`) and answered 304 when `If-None-Match` names the tag held.
+ * (`public, no-cache`); its preconditions evaluated as the API's reads do (RFC 9110 §13.2.2):
+ * `If-Match` naming no current tag → 412, then `If-None-Match` naming it → 304.
  * Hand-written rather than @fastify/compress: that plugin compresses every response again on every
  * request and gives no coding-specific ETag; here the work is done once.
  */
@@ -58,6 +60,8 @@ export function documentRoute (app: FastifyInstance, url: string, contentType: s
     })
     const coding = negotiateCoding(request.headers['accept-encoding'])
     const { body, etag } = (await representations)[coding]
+    const im = request.headers['if-match']
+    if (im !== undefined && !ifMatchHolds(im, etag)) throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this document')
     reply.header('vary', 'Accept-Encoding').header('etag', etag).header('cache-control', 'public, no-cache')
     const inm = request.headers['if-none-match']
     if (inm !== undefined && ifNoneMatchHits(inm, etag)) return reply.code(304).send(headNoBody(request))

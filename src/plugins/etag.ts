@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import type { IncomingHttpHeaders } from 'node:http'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { ReplySink } from '../reply-sink.js'
 import type { Representation } from '../services/pet-reads.js'
@@ -22,6 +22,20 @@ export function ifNoneMatchHits (header: string, etag: string): boolean {
 export function ifMatchHolds (header: string, etag: string): boolean {
   if (header.trim() === '*') return true
   return tags(header).some(tag => tag === etag)
+}
+
+/**
+ * createPet's preconditions, refused rather than evaluated: the target of a create is the
+ * collection, whose only representation is the first page of listPets, and that page's tag stays
+ * the same while creates land past it, so If-Match or If-None-Match on it could not mean "the
+ * collection did not change". Never ignored (RFC 9110 §13.2.1 requires evaluating what is
+ * received): a create that carries one is not performed. A route onRequest hook (after
+ * authentication, before the body is read).
+ */
+export function refusePreconditions (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  const name = request.headers['if-match'] !== undefined ? 'If-Match' : request.headers['if-none-match'] !== undefined ? 'If-None-Match' : undefined
+  if (name === undefined) done()
+  else done(new ApiError('invalid_parameter', `header '${name}' is not supported on a create: it has no entity tag to compare with, so the request is refused rather than the condition ignored`))
 }
 
 /**

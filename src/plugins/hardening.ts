@@ -5,29 +5,95 @@ import { ApiError } from '../errors.js'
 import { connectAsRequest } from './client-errors.js'
 import { repeatedSingleton } from './repeated-headers.js'
 
-/**
- * Hardening at the edge of every request: `X-Content-Type-Options: nosniff` on every response,
- * 400 for an HTTP/1.1 request without Host (Node's own answer would be an empty 400; see
- * `requireHostHeader` in app.ts) or with a repeated Host, Authorization or Content-Type (see
- * repeated-headers.ts), and CONNECT routed like any other method instead of a dropped connection.
- */
 /** Browsers take a response's Content-Type as it is, never guessing another from the body. */
 export const NOSNIFF = 'nosniff'
 
-/** What is wrong at the edge of a request (a missing or repeated singleton header), or undefined; the fast lane asks it too. */
-export function edgeProblem (req: IncomingMessage): string | undefined {
-  if (req.headers.host === undefined && req.httpVersion === '1.1') return 'an HTTP/1.1 request needs a Host header'
-  const repeated = repeatedSingleton(req.rawHeaders)
-  return repeated === undefined ? undefined : `the ${repeated} header must be sent once`
+/**
+ * The longest request target (path and query, as sent) the service reads: RFC 9112 §3 asks every
+ * recipient to take request lines of at least 8000 octets; longer is 414 (RFC 9112 §3: MUST). A
+ * request line past Node's 16 KiB head limit is refused by the parser, also 414 (client-errors.ts).
+ */
+export const MAX_TARGET_LENGTH = 8192
+
+/*
+ * A valid Host field value (RFC 9112 §3.2 → RFC 3986 §3.2.2–3.2.3): uri-host [ ":" port ], where
+ * uri-host = IP-literal / IPv4address / reg-name. IPv4address is a reg-name too, so:
+ * - IP-literal: "[" (IPv6address / IPvFuture) "]"; its inside is checked by character here and by
+ *   the URL parser (net.isIPv6 would refuse a zone or IPvFuture RFC 3986 allows).
+ * - reg-name: *( unreserved / pct-encoded / sub-delims ), possibly empty.
+ * - port: *DIGIT.
+ */
+const REG_NAME = "(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*"
+const IP_LITERAL = '\\[(?:v[0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~!$&\'()*+,;=:]+|[0-9A-Fa-f:.]+)\\]'
+const HOST = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::[0-9]*)?$`)
+
+/** Whether a Host field value is `uri-host [":" port]` (RFC 3986), the one definition of a valid Host. */
+export function validHost (value: string): boolean {
+  if (!HOST.test(value)) return false
+  if (value.startsWith('[') && !value.startsWith('[v')) {
+    // An IPv6 address: its grammar is the URL parser's (RFC 3986 IPv6address).
+    try {
+      return new URL(`http://${value}/`).hostname !== ''
+    } catch {
+      return false
+    }
+  }
+  return true
 }
 
+/** The transfer codings of a Transfer-Encoding field value, lower case, as listed. */
+function transferCodings (value: string): string[] {
+  return value.split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '')
+}
+
+/**
+ * What is wrong at the edge of a request, as the Error that answers it, or undefined. The fast lane
+ * asks it too (fast-lane.ts), so both paths refuse the same requests. The rules are the MUSTs of
+ * RFC 9110/9112 that Node's parser leaves to the server:
+ * - a request target longer than MAX_TARGET_LENGTH → 414; one with a fragment → 400 (the
+ *   origin-form is path and query, RFC 9112 §3.2.1; a client never sends `#`);
+ * - Host: an HTTP/1.1 request without it, with it twice, or with a value that is not
+ *   `uri-host [":" port]` → 400 (RFC 9112 §3.2). Authorization and Content-Type twice → 400 too
+ *   (repeated-headers.ts);
+ * - Transfer-Encoding in an HTTP/1.0 request → 400: its framing is faulty (RFC 9112 §6.1), whatever
+ *   else it says; a coding other than chunked → 501 (the server does not understand it, RFC 9112
+ *   §6.1). Node's parser itself refuses chunked not last or twice, and Transfer-Encoding with
+ *   Content-Length.
+ * Each is answered with `Connection: close`: after a framing the server does not trust, or a request
+ * it refused unread, the next bytes on the connection are not known to start a request.
+ */
+export function edgeProblem (req: IncomingMessage): ApiError | undefined {
+  const url = req.url ?? ''
+  if (url.length > MAX_TARGET_LENGTH) return new ApiError('uri_too_long', `the request target is longer than ${MAX_TARGET_LENGTH} characters`)
+  if (url.includes('#')) return new ApiError('bad_request', 'the request target must not contain a fragment (#)')
+  const host = req.headers.host
+  if (host === undefined) {
+    if (req.httpVersion === '1.1') return new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')
+  } else if (!validHost(host)) {
+    return new ApiError('bad_request', 'the Host header must be a host name or address with an optional port (RFC 3986 uri-host [":" port])')
+  }
+  const repeated = repeatedSingleton(req.rawHeaders)
+  if (repeated !== undefined) return new ApiError('bad_request', `the ${repeated} header must be sent once`)
+  const te = req.headers['transfer-encoding']
+  if (te !== undefined) {
+    if (req.httpVersion !== '1.1') return new ApiError('bad_request', 'Transfer-Encoding is not allowed in an HTTP/1.0 request')
+    const unknown = transferCodings(te).filter(c => c !== 'chunked')
+    if (unknown.length > 0) return new ApiError('not_implemented', `transfer coding ${unknown.join(', ')} is not supported; send the body with chunked alone, or with Content-Length`)
+  }
+  return undefined
+}
+
+/**
+ * Hardening at the edge of every request: `X-Content-Type-Options: nosniff` on every response, the
+ * edge rules above, and CONNECT routed like any other method instead of a dropped connection.
+ */
 async function hardening (app: FastifyInstance): Promise<void> {
   app.checkOnArrival((request, reply) => {
     reply.header('x-content-type-options', NOSNIFF)
     const problem = edgeProblem(request.raw)
     if (problem !== undefined) {
       reply.header('connection', 'close')
-      throw new ApiError('bad_request', problem)
+      throw problem
     }
   })
   const onConnect = connectAsRequest(app)

@@ -5,7 +5,7 @@ import type { TSchema } from 'typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { CachedRead } from '../fast-lane.js'
-import { answerRead, etagOf } from '../plugins/etag.js'
+import { answerRead, etagOf, refusePreconditions } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
 import type { ReplySink } from '../reply-sink.js'
 import {
@@ -141,7 +141,8 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
         '`status` defaults to `available`. The body is strict: unknown fields and a client-sent `id` are refused naming the field, and no value is coerced (`"7"` is not an integer). ' +
         '`categoryId` keeps all 64 bits: write integers past 2^53 as plain digits. ' +
         'With an `Idempotency-Key` request header, a retry with the same key and body answers the original 201 (and `Idempotent-Replayed: true`) without creating anything; ' +
-        'the same key with another body is 422, and while the first request is still running, 409.',
+        'the same key with another body is 422, and while the first request is still running, 409. ' +
+        'Preconditions are refused, never ignored: `If-Match` or `If-None-Match` on a create is 400 `invalid_parameter` and nothing is created.',
       tags: ['pets'],
       body: Ref(NewPetSchema),
       headers: CreatePetHeadersSchema,
@@ -149,7 +150,8 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
         201: jsonResponse('The animal as stored, with its assigned id.', PET, { Location: Headers.location, 'Idempotent-Replayed': Headers.idempotentReplayed, ...RateLimitHeaders }),
         ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', ...AUTHORIZATION_CODES, 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
-    }
+    },
+    onRequest: refusePreconditions
   }, async (request, reply) => {
     const body = request.body
     const header = request.headers['idempotency-key']

@@ -10,8 +10,8 @@ export type RequestPart = 'body' | 'querystring' | 'params' | 'headers'
  * by names the client chose (a body field called `toString` must find nothing, not Object.prototype's).
  */
 export interface RulePhrases {
-  /** By pattern (of `pattern`, or of `not: {pattern}`): what a value breaking it must be, e.g. "must not be blank". */
-  patterns: ReadonlyMap<string, string>
+  /** By pattern: what the value that broke it must be, e.g. "must not be blank". */
+  patterns: ReadonlyMap<string, (value: unknown) => string>
   /** By body field that is refused although the resource has it (a client-sent `id`): why. */
   assignedFields: ReadonlyMap<string, string>
 }
@@ -37,9 +37,7 @@ function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
       if (s.maxLength !== undefined) return `must be ${String(s.minLength ?? 0)} to ${String(s.maxLength)} characters long`
       return s.minLength === 1 ? 'must not be empty' : `must be at least ${String(s.minLength)} characters long`
     case 'pattern':
-      return phrases.patterns.get(String(s.pattern)) ?? `must match the pattern ${String(s.pattern)}`
-    case 'not':
-      return phrases.patterns.get(String(s.not?.pattern)) ?? `must not match ${JSON.stringify(s.not)}`
+      return phrases.patterns.get(String(s.pattern))?.(e.data) ?? `must match the pattern ${String(s.pattern)}`
   }
   return e.message ?? 'is not valid'
 }

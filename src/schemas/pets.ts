@@ -16,22 +16,23 @@ export const LIMIT_MIN = 1
 export const LIMIT_MAX = 100
 export const LIMIT_DEFAULT = 20
 
-/** Some non-white-space character. */
-export const NOT_BLANK = '\\S'
 /**
- * A UTF-16 surrogate that is not half of a pair (`"\ud83d"` in JSON). Such a name cannot be stored
- * as UTF-8 and would come back as U+FFFD, a different name. Written so that it means the same with
- * or without the regex `u` flag.
+ * A well-formed name with some non-white-space character, as one pattern every JSON Schema tool
+ * reads (no lookahead or lookbehind; plain classes, groups and quantifiers): white space, then a
+ * character that is not white space, then any characters; where each character is a UTF-16 code
+ * unit that is not a surrogate, or a surrogate pair. A lone surrogate (`"\ud83d"` in JSON) cannot be
+ * stored as UTF-8 and would come back as U+FFFD, a different name. It means the same with or
+ * without the regex `u` flag: with it a pair is one character outside the surrogate range, and a
+ * lone surrogate one inside it.
  */
-export const LONE_SURROGATE = '[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]'
+export const NAME_PATTERN = '^\\s*([^\\s\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])([^\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
 /** The IETF draft makes the value an sf-string ("…"); Stripe sends it bare. Both are accepted. */
 export const IDEMPOTENCY_KEY = '^(?:[\\x21\\x23-\\x7E]{1,255}|"[\\x21\\x23-\\x7E]{1,255}")$'
 
-/** What each pattern above means, in the words of an error message (see schemas/messages.ts). */
-export const PATTERN_RULES: ReadonlyMap<string, string> = new Map([
-  [NOT_BLANK, 'must not be blank'],
-  [LONE_SURROGATE, 'must be well-formed Unicode (no lone surrogate escapes)'],
-  [IDEMPOTENCY_KEY, 'must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)']
+/** What each pattern above means, in the words of an error message, for the value that broke it (see schemas/messages.ts). */
+export const PATTERN_RULES: ReadonlyMap<string, (value: unknown) => string> = new Map<string, (value: unknown) => string>([
+  [NAME_PATTERN, (value: unknown) => typeof value === 'string' && !/\S/u.test(value) ? 'must not be blank' : 'must be well-formed Unicode (no lone surrogate escapes)'],
+  [IDEMPOTENCY_KEY, () => 'must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)']
 ])
 
 /** Body fields that belong to the resource but are not the client's to send, and why. */
@@ -46,9 +47,7 @@ export const PetStatusSchema = Type.Unsafe<PetStatus>({
 const nameSchema = (description: string) => Type.String({
   minLength: 1,
   maxLength: NAME_MAX_LENGTH,
-  pattern: NOT_BLANK,
-  // `type` inside: `not` is checked before `type`, and a non-string must be refused as one.
-  not: { type: 'string', pattern: LONE_SURROGATE },
+  pattern: NAME_PATTERN,
   description
 })
 

@@ -75,6 +75,7 @@ const STATUS_TEXT: Record<number, string> = {
   410: 'Gone',
   412: 'Precondition failed',
   413: 'Payload too large',
+  414: 'URI too long',
   415: 'Unsupported media type',
   417: 'Expectation failed',
   422: 'Unprocessable content',
@@ -94,11 +95,28 @@ function headersFor (status: number): HeaderMap {
 
 /**
  * Answers any request can get, whatever operation it addresses, because they are decided at the
- * edge: by Node's HTTP parser (malformed or oversized request, too slow), by the header checks
- * before routing (missing or repeated Host, repeated Authorization or Content-Type), by `Expect`,
- * or by shutdown and overload shedding.
+ * edge: by Node's HTTP parser (malformed or oversized request, too slow), by the checks before
+ * routing (hardening.ts: target length and fragment, Host, repeated singleton headers, transfer
+ * codings), by `Expect`, or by shutdown and overload shedding.
  */
-export const EDGE_CODES = ['bad_request', 'request_timeout', 'expectation_failed', 'header_too_large', 'service_unavailable'] as const satisfies readonly ErrorCode[]
+export const EDGE_CODES = ['bad_request', 'request_timeout', 'uri_too_long', 'expectation_failed', 'header_too_large', 'not_implemented', 'service_unavailable'] as const satisfies readonly ErrorCode[]
+
+/**
+ * Codes Node's HTTP parser can answer (client-errors.ts), before the request reaches a route: such
+ * an answer carries only what every response carries (X-Request-Id, nosniff, Cache-Control), none
+ * of an operation's own headers.
+ */
+const PARSER_CODES: ReadonlySet<ErrorCode> = new Set(['bad_request', 'request_timeout', 'uri_too_long', 'header_too_large'])
+
+/** An operation's headers on a status the parser can also answer: present on the operation's own answers only. */
+function notOnParserAnswers (headers: HeaderMap): HeaderMap {
+  const out: HeaderMap = {}
+  for (const [name, h] of Object.entries(headers)) {
+    const { 'x-required': _required, ...rest } = h
+    out[name] = _required === true ? { ...rest, description: `${h.description} Absent when the HTTP parser answers before routing (malformed bytes, too slow, too long).` } : h
+  }
+  return out
+}
 
 /**
  * What the authentication policy (plugins/auth.ts) can answer to any /v1 request before it reaches
@@ -126,7 +144,7 @@ export function errorResponses (codes: readonly ErrorCode[], extraHeaders: Heade
     const codes = list.map(c => `\`${c}\``).join(', ')
     out[status] = {
       description: `${STATUS_TEXT[status] ?? 'Error'}: an \`Error\` whose \`code\` ${list.length === 1 ? 'is' : 'is one of'} ${codes}.`,
-      headers: { 'X-Request-Id': Headers.requestId, ...headersFor(status), ...extraHeaders },
+      headers: { 'X-Request-Id': Headers.requestId, ...headersFor(status), ...(list.some(c => PARSER_CODES.has(c)) ? notOnParserAnswers(extraHeaders) : extraHeaders) },
       content: { 'application/json': { schema: Ref(ErrorSchema) } }
     }
   }

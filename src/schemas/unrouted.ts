@@ -93,6 +93,11 @@ export function describeUnroutedRequests (document: Json): Json {
             'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
             'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
           }
+        },
+        412: {
+          description: '`If-Match` names no current ETag of the document or file (RFC 9110 §13.1.1); `code` is `precondition_failed`.',
+          headers: { 'X-Request-Id': header('X-Request-Id') },
+          content: errorContent
         }
       }
     }

@@ -17,11 +17,14 @@ describe('requests Node\'s HTTP parser refuses are answered with the Error objec
     assert.equal(res.headers.connection, 'close')
   })
 
-  it('an oversized URL → 431 header_too_large', async (t) => {
+  it('an oversized URL → 414 uri_too_long; oversized headers → 431 header_too_large', async (t) => {
     const ta = await listeningApp(t)
     const res = await rawRequest(ta.port, `GET /v1/pets?cursor=${'a'.repeat(20000)} HTTP/1.1\r\nHost: x\r\n\r\n`)
-    assert.equal(res.status, 431)
-    assert.equal(asError(res), 'header_too_large')
+    assert.equal(res.status, 414)
+    assert.equal(asError(res), 'uri_too_long')
+    const headers = await rawRequest(ta.port, `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`)
+    assert.equal(headers.status, 431)
+    assert.equal(asError(headers), 'header_too_large')
   })
 
   it('an HTTP/1.1 request without Host → 400 bad_request', async (t) => {
