@@ -108,12 +108,12 @@ export const EDGE_CODES = ['bad_request', 'request_timeout', 'uri_too_long', 'ex
  */
 const PARSER_CODES: ReadonlySet<ErrorCode> = new Set(['bad_request', 'request_timeout', 'uri_too_long', 'header_too_large'])
 
-/** An operation's headers on a status the parser can also answer: present on the operation's own answers only. */
+/** An operation's headers on a status the parser can also answer: listed, not promised (present on the operation's own answers only). */
 function notOnParserAnswers (headers: HeaderMap): HeaderMap {
   const out: HeaderMap = {}
   for (const [name, h] of Object.entries(headers)) {
     const { 'x-required': _required, ...rest } = h
-    out[name] = _required === true ? { ...rest, description: `${h.description} Absent when the HTTP parser answers before routing (malformed bytes, too slow, too long).` } : h
+    out[name] = rest
   }
   return out
 }

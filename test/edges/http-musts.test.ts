@@ -35,7 +35,7 @@ const ROWS: Row[] = [
   // Fastify's router reads an absolute-form target by its path and query.
   { rule: '§3.2.2 absolute-form MUST be accepted', request: 'GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n', status: 200 },
   { rule: '§3.2.2 absolute-form, query kept', request: 'GET http://x/v1/pets?limit=1 HTTP/1.1\r\nHost: other\r\nK\r\n\r\n', status: 200 },
-  { rule: '§3.2.2 absolute-form, path only "/"', request: 'GET http://x?a=1 HTTP/1.1\r\nHost: x\r\n\r\n', status: 404, code: 'not_found' },
+  { rule: '§3.2.2 absolute-form with an empty path reads as "/"', request: 'GET http://x?a=1 HTTP/1.1\r\nHost: x\r\n\r\n', status: 200 },
   // Host (RFC 9112 §3.2, RFC 3986 §3.2.2).
   { rule: '§3.2 HTTP/1.1 without Host → 400', request: 'GET /healthz HTTP/1.1\r\n\r\n', status: 400, code: 'bad_request', close: true },
   { rule: '§3.2 Host twice → 400', request: 'GET /healthz HTTP/1.1\r\nHost: x\r\nHost: x\r\n\r\n', status: 400, code: 'bad_request', close: true },
