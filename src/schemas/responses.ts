@@ -108,6 +108,21 @@ export const EDGE_CODES = ['bad_request', 'request_timeout', 'uri_too_long', 'ex
  */
 const PARSER_CODES: ReadonlySet<ErrorCode> = new Set(['bad_request', 'request_timeout', 'uri_too_long', 'header_too_large'])
 
+/** Codes only the parser answers: a status given only by these carries none of an operation's own headers. */
+const PARSER_ONLY: ReadonlySet<ErrorCode> = new Set(['request_timeout', 'header_too_large'])
+
+/**
+ * Edge codes answered before the rate limits are counted (by the parser, or by the edge checks on
+ * arrival): a status given only by these never carries RateLimit headers.
+ */
+const BEFORE_LIMITS: ReadonlySet<ErrorCode> = new Set([...PARSER_CODES, 'not_implemented'])
+
+/** The headers of a status only the edge answers, before the rate limits: all but RateLimit's. */
+function beforeLimits (headers: HeaderMap): HeaderMap {
+  const { RateLimit: _limit, 'RateLimit-Policy': _policy, ...rest } = headers
+  return rest
+}
+
 /** An operation's headers on a status the parser can also answer: listed, not promised (present on the operation's own answers only). */
 function notOnParserAnswers (headers: HeaderMap): HeaderMap {
   const out: HeaderMap = {}
@@ -139,12 +154,14 @@ export function errorResponses (codes: readonly ErrorCode[], extraHeaders: Heade
   }
   const out: Record<number, object> = {}
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const edgeOnly = list.every(c => BEFORE_LIMITS.has(c) && !codes.includes(c))
+    const extra = list.every(c => PARSER_ONLY.has(c)) ? {} : edgeOnly ? beforeLimits(extraHeaders) : extraHeaders
     // The codes only: what each means is the Error schema's x-error-codes (docs/reference/errors.md),
     // so an expanded operation on the docs page stays a few screens long.
-    const codes = list.map(c => `\`${c}\``).join(', ')
+    const named = list.map(c => `\`${c}\``).join(', ')
     out[status] = {
-      description: `${STATUS_TEXT[status] ?? 'Error'}: an \`Error\` whose \`code\` ${list.length === 1 ? 'is' : 'is one of'} ${codes}.`,
-      headers: { 'X-Request-Id': Headers.requestId, ...headersFor(status), ...(list.some(c => PARSER_CODES.has(c)) ? notOnParserAnswers(extraHeaders) : extraHeaders) },
+      description: `${STATUS_TEXT[status] ?? 'Error'}: an \`Error\` whose \`code\` ${list.length === 1 ? 'is' : 'is one of'} ${named}.`,
+      headers: { 'X-Request-Id': Headers.requestId, ...headersFor(status), ...(list.some(c => PARSER_CODES.has(c)) ? notOnParserAnswers(extra) : extra) },
       content: { 'application/json': { schema: Ref(ErrorSchema) } }
     }
   }
