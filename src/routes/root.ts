@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
+import { JSON_TYPE } from '../plugins/errors.js'
 import { errorResponses, jsonResponse } from '../schemas/responses.js'
 
 const IndexSchema = Type.Object({
@@ -29,5 +30,5 @@ export default async function rootRoutes (app: FastifyInstance): Promise<void> {
       security: [],
       response: { 200: jsonResponse('Links to start from.', IndexSchema), ...errorResponses(['internal_error', 'service_unavailable']) }
     }
-  }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(INDEX))
+  }, async (_request, reply) => reply.type(JSON_TYPE).send(INDEX))
 }

@@ -1,7 +1,7 @@
 /** Query parameters whose values may be credentials. */
 const SECRET_PARAM = /(^|&)([^=&]*(?:key|token|secret|passw|auth|sig)[^=&]*)=[^&]*/gi
 const API_KEY = /psk_[A-Za-z0-9_-]*/g
-/** Whether a URL might hold a credential parameter: tested first (≈ 30 ns), as the replace costs ≈ 0.7 µs even when it changes nothing. */
+/** Whether a URL might hold a credential parameter: a cheap test first, as the replace scans the whole URL even when it changes nothing. */
 const MAYBE_SECRET = /key|token|secret|passw|auth|sig/i
 
 /**

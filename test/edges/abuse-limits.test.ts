@@ -4,7 +4,7 @@ import { buildTestApp } from '../helpers/app.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 
 /*
- * Class 6 of issue 16: the failed-attempt limit of an address must not lock out the innocent clients
+ * The failed-attempt limit of an address must not lock out the innocent clients
  * that share it (NAT, a proxy), and must still cost a blocked guesser no store lookup.
  */
 const guess = (i: number) => ({ authorization: 'Bearer psk_' + String(i).padStart(43, 'g') })

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { createPet } from '../helpers/app.js'
 import { listeningApp, rawExchange } from '../helpers/raw.js'
 
-/* Class 4 of issue 16: conditional requests as RFC 9110 §13 says. */
+/* Conditional requests as RFC 9110 §13 says. */
 describe('conditional reads', () => {
   it('304 carries no Content-Length (RFC 9110 §8.6) and no body, on the wire, to GET and HEAD', async (t) => {
     const ta = await listeningApp(t)

@@ -4,7 +4,7 @@ import { checkResponse } from '../helpers/conformance.js'
 import { listeningApp, rawExchange } from '../helpers/raw.js'
 
 /*
- * Class 3 of issue 16 (Expect): 100 Continue only once the request has been authenticated, routed
+ * Expect: 100 Continue only once the request has been authenticated, routed
  * and its declared size checked; any other expectation → 417 in the Error shape.
  */
 describe('Expect', () => {

@@ -4,7 +4,7 @@ import { checkResponse } from '../helpers/conformance.js'
 import { listeningApp, rawExchange } from '../helpers/raw.js'
 
 /*
- * Class 1 of issue 16: a parse error on a later pipelined request must not replace the answer of an
+ * A parse error on a later pipelined request must not replace the answer of an
  * earlier one. Over raw sockets: the framing is the point.
  */
 describe('pipelined requests followed by bytes the parser refuses', () => {

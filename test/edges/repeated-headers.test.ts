@@ -4,7 +4,7 @@ import { describe, it } from 'node:test'
 import { checkResponse } from '../helpers/conformance.js'
 import { listeningApp, rawExchange } from '../helpers/raw.js'
 
-/* Class 5 of issue 16: repeated and encoded headers. Raw sockets: inject() cannot repeat a header. */
+/* Repeated and encoded headers. Raw sockets: inject() cannot repeat a header. */
 describe('repeated singleton headers', () => {
   for (const [name, line] of [
     ['Host', 'Host: y'],

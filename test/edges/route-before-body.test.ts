@@ -4,7 +4,7 @@ import { describe, it } from 'node:test'
 import { listeningApp, rawExchange } from '../helpers/raw.js'
 
 /*
- * Class 2 of issue 16: 404 for an unknown path and 405 (with Allow) for a listed path are decided
+ * 404 for an unknown path and 405 (with Allow) for a listed path are decided
  * before any body is read, parsed or limited, for every method Node's parser accepts.
  */
 describe('404 and 405 come before the body', () => {

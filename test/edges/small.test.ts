@@ -4,7 +4,7 @@ import { Writable } from 'node:stream'
 import { describe, it } from 'node:test'
 import { buildTestApp } from '../helpers/app.js'
 
-/* Class 7 of issue 16: the small ones. */
+/* Small edges of the protocol. */
 describe('small edges', () => {
   it('a missing file under /docs/static → 404 (GET is allowed there: the file is what is missing)', async (t) => {
     const ta = await buildTestApp(t)

@@ -140,7 +140,7 @@ describe('API3:2023 Broken Object Property Level Authorization (mass assignment,
 
 describe('API4:2023 Unrestricted Resource Consumption', () => {
   // Body, page size, name length and header size are bounded here (and slowloris / huge or nested
-  // JSON in test/faults). Per-key request rates are the rate-limit work (issue 4), not this suite.
+  // JSON in test/faults). Per-key request rates are the rate-limit suite's, not this one's.
   it('page size is capped at 100, bodies at BODY_LIMIT, names at 255 code points', async (t) => {
     const ta = await buildTestApp(t)
     assert.equal((await ta.app.inject({ url: '/v1/pets?limit=101', headers: ta.auth })).statusCode, 400)
@@ -174,7 +174,7 @@ describe('API5:2023 Broken Function Level Authorization', () => {
 
 describe('API6:2023 Unrestricted Access to Sensitive Business Flows', () => {
   // Not applicable: the interface has no purchase, sign-up or other flow whose automated use hurts a
-  // business; creating animals is its one write, bounded by authentication and (issue 4) rate limits.
+  // business; creating animals is its one write, bounded by authentication and rate limits.
   it('the only write is createPet, and it needs a key', async (t) => {
     const ta = await buildTestApp(t)
     assert.equal((await ta.app.inject({ method: 'POST', url: '/v1/pets', headers: { 'content-type': 'application/json' }, payload: '{"name":"a","categoryId":1}' })).statusCode, 401)

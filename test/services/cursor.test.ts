@@ -26,7 +26,7 @@ describe('CursorCodec', () => {
     assert.equal(a.decode(forged, undefined), undefined)
   })
 
-  it('accepts only the canonical spelling: the unused bits of the last character must be zero (issue 16)', () => {
+  it('accepts only the canonical spelling: the unused bits of the last character must be zero', () => {
     const codec = new CursorCodec(randomBytes(32))
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
     for (const [id, status] of [[1n, undefined], [2n ** 62n, 'sold'], [-5n, 'pending']] as const) {

@@ -118,7 +118,7 @@ export class PgDatabase {
       // one round trip, so the SET LOCALs cost no wait and no lock is held for a client round trip
       // between a statement and its COMMIT.
       pipeline: true,
-      // Reads run alone, without the prologue (measured: it would add ~50% client CPU per read);
+      // Reads run alone, without the prologue (it would cost each read a second statement);
       // the client bounds them, and writes get the server's statement_timeout first. On this bound
       // the connection is dropped (a pooler then drops its server connection too).
       query_timeout: opts.statementTimeoutMs + 1000
