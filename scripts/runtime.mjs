@@ -40,6 +40,11 @@ function installed (version) {
   }
 }
 
+// `npx petstore` run from this folder installs the folder into npx's cache, and that install runs
+// this script again (npm's command `exec`), under whatever Node runs npx: it must leave the
+// project's runtime as the project's own install chose it.
+if (process.env.npm_command === 'exec') process.exit(0)
+
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const requested = process.env.PETSTORE_NODE_VERSION
 // The Node that runs npm (npm_node_execpath), not this script's: inside npm scripts, `node` may
