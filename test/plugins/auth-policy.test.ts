@@ -71,7 +71,7 @@ for (const store of STORES) {
 
       // The instrumented store does count: the same valid key from another address reaches it.
       assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth, remoteAddress: OTHER })).statusCode, 200)
-      assert.ok(calls.includes('findApiKeyByHash') && calls.includes('listPets'), calls.join(', '))
+      assert.ok(calls.includes('findApiKeyByHash'), calls.join(', '))
     })
 
     it('counts a valid key against its own limit on undecodable URLs too', async (t) => {

@@ -1,7 +1,7 @@
 /** The error codes of the service's catalogue (`x-error-codes` in the document). */
 export const ERROR_CODES = [
   'bad_request', 'validation_failed', 'invalid_parameter', 'invalid_json', 'unauthorized', 'key_expired', 'insufficient_scope', 'not_found',
-  'method_not_allowed', 'request_timeout', 'idempotency_key_in_use', 'gone', 'precondition_failed', 'payload_too_large',
+  'method_not_allowed', 'request_timeout', 'idempotency_key_in_use', 'gone', 'precondition_failed', 'payload_too_large', 'uri_too_long',
   'unsupported_media_type', 'expectation_failed', 'idempotency_key_reused', 'rate_limited', 'header_too_large',
   'internal_error', 'not_implemented', 'service_unavailable'
 ] as const
