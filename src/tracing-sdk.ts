@@ -9,7 +9,7 @@ import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { redactUrl } from './services/redact.js'
-import type { IdempotentCreateResult, Store } from './store/store.js'
+import type { IdempotentCreateResult, PetReadsNow, Store } from './store/store.js'
 import type { TraceFields, Tracing } from './tracing.js'
 
 const require = createRequire(import.meta.url)
@@ -122,8 +122,23 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
   }
   if (store.kind === 'sqlite') {
     const sqlite = (operation: string, table: string) => ({ 'db.system': 'sqlite', 'db.operation.name': operation, 'db.collection.name': table })
-    wrap('getPet' as Method<S>, 'SELECT pets', sqlite('SELECT', 'pets'))
-    wrap('listPets' as Method<S>, 'SELECT pets', sqlite('SELECT', 'pets'))
+    // Reads are synchronous (readsNow), and getPet/listPets call them: the span is on the read itself.
+    const reads = store.readsNow
+    if (reads !== undefined) {
+      const read = <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A): R =>
+        tracer.startActiveSpan('SELECT pets', { kind: SpanKind.CLIENT, attributes: sqlite('SELECT', 'pets') }, (span) => {
+          try {
+            return fn.apply(reads, args)
+          } catch (err) {
+            span.recordException(err as Error)
+            span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
+            throw err
+          } finally {
+            span.end()
+          }
+        })
+      Object.defineProperty(traced, 'readsNow', { value: { getPet: read(reads.getPet), listPets: read(reads.listPets) } satisfies PetReadsNow })
+    }
     wrap('findApiKeyByHash' as Method<S>, 'SELECT api_keys', sqlite('SELECT', 'api_keys'))
     wrap('ping' as Method<S>, 'SELECT', { 'db.system': 'sqlite', 'db.operation.name': 'SELECT' })
     wrap('createPet' as Method<S>, 'INSERT pets', { ...sqlite('INSERT', 'pets'), 'petstore.group_commit': true })
