@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { onCleanup } from '../helpers/cleanup.js'
-import { buildServiceImage, ensureServiceStandIns, logs, podman, run, TEST_PREFIX } from '../helpers/containers.js'
+import { buildServiceImage, ensureServiceStandIns, logs, podman, removeImage, run, TEST_PREFIX } from '../helpers/containers.js'
 import { ROOT } from '../helpers/process.js'
 import { freePort } from '../helpers/server.js'
 
@@ -87,7 +87,7 @@ describe('compose files', () => {
 
   it('compose.yaml: one instance on SQLite hands out its first key on the volume, serves, and keeps the store across down and up', { timeout: 900_000 }, async (t) => {
     const image = `localhost/${TEST_PREFIX}${process.pid}-compose`
-    onCleanup(t, () => podman('rmi', '--force', image).catch(() => {}))
+    onCleanup(t, () => removeImage(image).catch(() => {}))
     await buildServiceImage(image)
     const port = await freePort()
     const p = project(t, [join(ROOT, 'compose.yaml')], { PETSTORE_IMAGE: image, PETSTORE_PORT: String(port) })
@@ -111,7 +111,7 @@ describe('compose files', () => {
 
   it('compose.scale.yaml: two instances behind HAProxy on PostgreSQL through PgBouncer with Redis; one created, the other reads; one killed, nothing acknowledged lost', { timeout: 900_000 }, async (t) => {
     const image = `localhost/${TEST_PREFIX}${process.pid}-scale`
-    onCleanup(t, () => podman('rmi', '--force', image).catch(() => {}))
+    onCleanup(t, () => removeImage(image).catch(() => {}))
     await buildServiceImage(image)
     await ensureServiceStandIns([STAND_IN])
 

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { loadConfig } from '../../src/config.js'
 import { onCleanup } from '../helpers/cleanup.js'
-import { BASE_IMAGE, buildServiceImage, logs, podman, podmanOutput, TEST_PREFIX, waitFor200 } from '../helpers/containers.js'
+import { BASE_IMAGE, buildServiceImage, logs, podman, podmanOutput, removeImage, TEST_PREFIX, waitFor200 } from '../helpers/containers.js'
 import { ROOT } from '../helpers/process.js'
 import { freePort } from '../helpers/server.js'
 
@@ -30,7 +30,7 @@ describe('the container image (Dockerfile, built and run with podman)', () => {
     const id = `${TEST_PREFIX}${process.pid}-${randomBytes(3).toString('hex')}`
     const image = `localhost/${id}`
     const volume = id
-    onCleanup(t, () => podman('rmi', '--force', image).catch(() => {}))
+    onCleanup(t, () => removeImage(image).catch(() => {}))
     await buildServiceImage(image)
 
     // What the image adds to its base, and how it describes itself.

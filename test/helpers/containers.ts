@@ -46,6 +46,14 @@ export async function logs (name: string): Promise<string> {
   return await podmanOutput('logs', name)
 }
 
+/**
+ * Removes an image tag. Under the build lock: a build reuses the layers of an identical image as its
+ * cache, and removing that image while the build runs loses them ("layer not known").
+ */
+export async function removeImage (...tags: string[]): Promise<void> {
+  await run('flock', [LOCK, 'podman', 'rmi', '--force', ...tags])
+}
+
 /** `podman build` of the project's Dockerfile, as the docs tell a team to run it. */
 export async function buildServiceImage (tag: string): Promise<void> {
   await sweepLeftovers()
@@ -113,7 +121,7 @@ export async function sweepLeftovers (): Promise<void> {
   const networks = await list('network', 'ls', '--format', '{{.Name}}')
   if (networks.length > 0) await podman('network', 'rm', '--force', ...networks)
   const images = await list('images', '--format', '{{.Repository}}:{{.Tag}}')
-  if (images.length > 0) await podman('rmi', '--force', ...images)
+  if (images.length > 0) await removeImage(...images)
 }
 
 /** Polls url until it answers 200 (a container's published port), or throws after timeoutMs. */
