@@ -95,6 +95,13 @@ function fieldsOfSpan (span: Span): TraceFields {
 
 type Method<S> = { [K in keyof S]: S[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof S]
 
+/** Records a store operation's failure on its span; returns the error, for the caller to throw. */
+function failed (span: Span, err: unknown): unknown {
+  span.recordException(err as Error)
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
+  return err
+}
+
 /**
  * SQLite has no instrumentation of its own: each store operation a request waits for is a client
  * span named as the conventions name database spans (`SELECT pets`), with db.system and no
@@ -112,9 +119,7 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
         after?.(result, span)
         return result
       } catch (err) {
-        span.recordException(err as Error)
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
-        throw err
+        throw failed(span, err)
       } finally {
         span.end()
       }
@@ -130,9 +135,7 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
           try {
             return fn.apply(reads, args)
           } catch (err) {
-            span.recordException(err as Error)
-            span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
-            throw err
+            throw failed(span, err)
           } finally {
             span.end()
           }
