@@ -11,7 +11,8 @@ export interface SqliteWrites {
 }
 
 export function prepareWrites (db: Database.Database): SqliteWrites {
-  const insertPet = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id')
+  // run()'s lastInsertRowid is the new id (a bigint under safe integers): cheaper than RETURNING.
+  const insertPet = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
   const findIdem = db.prepare(`SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = ? AND i.key = ?`)
   const deleteIdem = db.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ?')
@@ -28,7 +29,7 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
     }
     const plan = planCreates(items, found)
     for (const idem of plan.drop) deleteIdem.run(idem.apiKeyId, idem.key)
-    const ids = plan.pets.map(p => (insertPet.get(p.name, p.categoryId, p.status) as { id: bigint }).id)
+    const ids = plan.pets.map(p => insertPet.run(p.name, p.categoryId, p.status).lastInsertRowid as bigint)
     for (const { idem, pet } of plan.record) insertIdem.run(idem.apiKeyId, idem.key, idem.fingerprint, ids[pet], idem.now.getTime())
     return createOutcomes(plan, ids)
   })
