@@ -102,15 +102,15 @@ async function walks (port) {
   return out
 }
 
-/** autocannon's per-request hook: the next request of the mix. */
-function mixRequests (pages, n, dist, seed) {
+/** autocannon's per-request hook: the next request of the mix (without creates: its reads in the same proportions). */
+function mixRequests (pages, n, dist, seed, creates = true) {
   const random = rng(seed)
   const id = idSampler(n, dist, random)
   let k = 0
   return [{
     setupRequest (req) {
       const key = KEYS[k++ % KEYS.length]
-      const x = random()
+      const x = creates ? random() : random() * 0.9
       const headers = { authorization: `Bearer ${key}` }
       if (x < 0.65) return { ...req, method: 'GET', path: `/v1/pets/${id()}`, headers, body: undefined }
       if (x < 0.90) {
@@ -173,9 +173,9 @@ const rows = []
  * One mix against the service and its limit: A, B, A, B saturation runs with the same request
  * stream, then both at 80% of the service's peak for the tail.
  */
-async function compare (label, svc, limit, pets, dist) {
+async function compare (label, svc, limit, pets, dist, creates = true) {
   const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]
-  const stream = (target, seed) => mixRequests(target === svc ? svcPages : limitPages, pets, dist, seed)
+  const stream = (target, seed) => mixRequests(target === svc ? svcPages : limitPages, pets, dist, seed, creates)
   await load(svc, stream(svc, 1), { duration: 2 })
   await load(limit, stream(limit, 1), { duration: 2 })
   const before = await cacheCounters(svc)
@@ -224,6 +224,10 @@ const small = sqliteStore('mix', PETS)
 for (const dist of ['zipf', 'uniform']) {
   await withService(`sqlite-${dist}`, { DATABASE_URL: small }, svc => compare(`SQLite ${PETS / 1000}k, ${dist}`, svc, limit, PETS, dist))
 }
+// The same reads without the creates: how much of the distance to the limit the durable creates make.
+for (const dist of ['zipf', 'uniform']) {
+  await withService(`sqlite-${dist}-reads`, { DATABASE_URL: small }, svc => compare(`SQLite ${PETS / 1000}k, ${dist}, reads only`, svc, limit, PETS, dist, false))
+}
 if (process.env.MIX_PROFILE === '1') {
   const dir = join(ROOT, 'bench/results/profiles')
   mkdirSync(dir, { recursive: true })
@@ -239,6 +243,8 @@ if (BIG > PETS) {
   const bigLimit = await startLimit(BIG)
   const big = sqliteStore('mix-big', BIG)
   await withService('sqlite-big', { DATABASE_URL: big }, svc => compare(`SQLite ${BIG / 1000}k, uniform`, svc, bigLimit, BIG, 'uniform'))
+  // The process without the read cache under the same mix: the base its memory is measured against.
+  await withService('sqlite-big-nocache', { DATABASE_URL: big, READ_CACHE_MAX_MB: '0' }, svc => compare(`SQLite ${BIG / 1000}k, uniform, read cache off`, svc, bigLimit, BIG, 'uniform'))
   await stop(bigLimit.child)
 }
 
@@ -260,6 +266,13 @@ const targets = [
   { name: 'PostgreSQL, Zipf ids: per CPU (service process)', row: byLabel('PostgreSQL'), bound: 0.5 }
 ].map(t => ({ name: t.name, value: t.row?.cpuRatio ?? NaN, bound: t.bound, met: (t.row?.cpuRatio ?? 0) >= t.bound && t.row?.errors === 0 }))
 const loadText = (l) => l.map(x => x.toFixed(2)).join(' / ')
+/** Peak RSS under the uniform mix on the big store, with the read cache (its default budget) and without. */
+function memoryLine () {
+  const on = rows.find(r => r.label === `SQLite ${BIG / 1000}k, uniform`)
+  const off = rows.find(r => r.label === `SQLite ${BIG / 1000}k, uniform, read cache off`)
+  if (on === undefined || off === undefined) return []
+  return [`Memory, ${BIG} pets, uniform mix: peak RSS ${fmt(on.peakRssMb)} MB with the read cache (READ_CACHE_MAX_MB=64, the default), ${fmt(off.peakRssMb)} MB with it off: the cache costs ${fmt(on.peakRssMb - off.peakRssMb)} MB of RSS for its 64 MiB budget.`, '']
+}
 const md = [
   `# Realistic mix (${process.version}, ${PETS} pets${BIG > PETS ? ` and ${BIG} on SQLite` : ''}, ${DURATION} s runs)`,
   '',
@@ -273,7 +286,8 @@ const md = [
   '| target | measured | bound | met |',
   '|---|---:|---:|:-:|',
   ...targets.map(t => `| ${t.name} | ${fmt(t.value, 2)} | ≥ ${t.bound} | ${t.met ? 'yes' : '**no**'} |`),
-  ''
+  '',
+  ...memoryLine(),
 ].join('\n')
 const out = join(ROOT, 'bench/results')
 mkdirSync(out, { recursive: true })
