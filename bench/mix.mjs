@@ -19,6 +19,9 @@ requireBuild()
 const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
 const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
 const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
+const { loadConfig } = await import(join(DIST, 'config.js'))
+/** The read cache's budget the service runs with (READ_CACHE_MAX_MB's default), in MiB. */
+const CACHE_MIB = loadConfig({}).readCacheMaxBytes / 1048576
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 4)
 const CONNECTIONS = 64
@@ -271,7 +274,7 @@ function memoryLine () {
   const on = rows.find(r => r.label === `SQLite ${BIG / 1000}k, uniform`)
   const off = rows.find(r => r.label === `SQLite ${BIG / 1000}k, uniform, read cache off`)
   if (on === undefined || off === undefined) return []
-  return [`Memory, ${BIG} pets, uniform mix: peak RSS ${fmt(on.peakRssMb)} MB with the read cache (READ_CACHE_MAX_MB=64, the default), ${fmt(off.peakRssMb)} MB with it off: the cache costs ${fmt(on.peakRssMb - off.peakRssMb)} MB of RSS for its 64 MiB budget.`, '']
+  return [`Memory, ${BIG} pets, uniform mix: peak RSS ${fmt(on.peakRssMb)} MB with the read cache (READ_CACHE_MAX_MB=${CACHE_MIB}, the default), ${fmt(off.peakRssMb)} MB with it off: the cache costs ${fmt(on.peakRssMb - off.peakRssMb)} MB of RSS for its ${CACHE_MIB} MiB budget.`, '']
 }
 const md = [
   `# Realistic mix (${process.version}, ${PETS} pets${BIG > PETS ? ` and ${BIG} on SQLite` : ''}, ${DURATION} s runs)`,
