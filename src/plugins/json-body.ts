@@ -101,7 +101,9 @@ export function parseJsonBody (body: Buffer): unknown {
 export function installJsonBodyParser (app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
-    const charsets = [...(request.headers['content-type'] ?? '').matchAll(/;\s*charset\s*=\s*"?([^";\s]*)/gi)]
+    const type = request.headers['content-type'] ?? ''
+    // Parameters follow a semicolon; the common bare `application/json` skips the search.
+    const charsets = type.includes(';') ? [...type.matchAll(/;\s*charset\s*=\s*"?([^";\s]*)/gi)] : []
     if (charsets.length > 1) {
       // RFC 6838 §4.3: a media type parameter given twice is an error; the first and the last may disagree.
       done(new ApiError('unsupported_media_type', 'the charset parameter of Content-Type must be given once'), undefined)

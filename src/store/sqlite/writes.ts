@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, planCreates } from '../creates.js'
+import type { NewPet } from '../../schemas/pets.js'
 import { type IdemRecord, type IdemRow, toIdemRecord } from '../rows.js'
 
 /** The write transactions that go through the writer (a worker thread, or inline for :memory:). */
@@ -11,8 +12,7 @@ export interface SqliteWrites {
 }
 
 export function prepareWrites (db: Database.Database): SqliteWrites {
-  // run()'s lastInsertRowid is the new id (a bigint under safe integers): cheaper than RETURNING.
-  const insertPet = db.prepare('INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)')
+  const insertPets = multiRowInsert(db)
   const findIdem = db.prepare(`SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = ? AND i.key = ?`)
   const deleteIdem = db.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ?')
@@ -29,7 +29,7 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
     }
     const plan = planCreates(items, found)
     for (const idem of plan.drop) deleteIdem.run(idem.apiKeyId, idem.key)
-    const ids = plan.pets.map(p => insertPet.run(p.name, p.categoryId, p.status).lastInsertRowid as bigint)
+    const ids = insertPets(plan.pets)
     for (const { idem, pet } of plan.record) insertIdem.run(idem.apiKeyId, idem.key, idem.fingerprint, ids[pet], idem.now.getTime())
     return createOutcomes(plan, ids)
   })
@@ -40,5 +40,42 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
     createPets: (items) => createPets.immediate(items),
     touchApiKeys: (entries) => { touchApiKeys.immediate(entries) },
     purgeIdempotencyKeys: (beforeMs) => purge.run(beforeMs).changes
+  }
+}
+
+/** The most rows one INSERT statement takes: batches are cut into chunks of 64, 32, … 1 rows. */
+const CHUNK = 64
+
+/**
+ * Inserts pets in order and answers their ids. One multi-row INSERT per chunk costs about half as
+ * much per row as a statement per row. SQLite inserts a VALUES list in order, and the one writer
+ * draws each AUTOINCREMENT id as the previous one plus one, so a chunk's ids are the consecutive run
+ * ending at its lastInsertRowid (a bigint under safe integers; cheaper than RETURNING, whose row
+ * order SQLite leaves unspecified).
+ */
+function multiRowInsert (db: Database.Database): (pets: NewPet[]) => bigint[] {
+  const statements = new Map<number, Database.Statement>()
+  const statement = (rows: number): Database.Statement => {
+    let s = statements.get(rows)
+    if (s === undefined) {
+      s = db.prepare(`INSERT INTO pets (name, category_id, status) VALUES ${Array(rows).fill('(?, ?, ?)').join(', ')}`)
+      statements.set(rows, s)
+    }
+    return s
+  }
+  return (pets) => {
+    const ids: bigint[] = []
+    let at = 0
+    while (at < pets.length) {
+      let rows = CHUNK
+      while (rows > pets.length - at) rows >>= 1
+      const values: unknown[] = []
+      for (let i = at; i < at + rows; i++) values.push(pets[i]!.name, pets[i]!.categoryId, pets[i]!.status)
+      const { changes, lastInsertRowid } = statement(rows).run(values)
+      if (changes !== rows) throw new Error(`inserted ${changes} pets of ${rows}`)
+      for (let i = rows - 1; i >= 0; i--) ids.push((lastInsertRowid as bigint) - BigInt(i))
+      at += rows
+    }
+    return ids
   }
 }
