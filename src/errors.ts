@@ -45,7 +45,12 @@ export class ApiError extends Error {
   readonly headers: Record<string, string> | undefined
 
   constructor (code: ErrorCode, message: string, headers?: Record<string, string>) {
+    // An answer for the client, never logged with a stack (the error handler logs only the errors
+    // behind a 500, with theirs): capturing the frames would be the dearest step of an error response.
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(message)
+    Error.stackTraceLimit = limit
     this.name = 'ApiError'
     this.code = code
     this.statusCode = ERROR_CODES[code].status

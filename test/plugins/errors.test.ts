@@ -4,6 +4,7 @@ import { describe, it } from 'node:test'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { ApiError } from '../../src/errors.js'
 import { openStore } from '../../src/store/index.js'
 import { assertError, buildTestApp, tempDir } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
@@ -92,5 +93,13 @@ describe('unexpected failures', () => {
     const line = logs.split('\n').find(l => l.includes('secret internal detail'))
     assert.ok(line, 'the failure was not logged')
     assert.equal(JSON.parse(line).reqId, 'boom-1')
+  })
+})
+
+describe('ApiError', () => {
+  it('carries no stack frames (a client answer, never logged with one) and leaves other errors theirs', () => {
+    const err = new ApiError('validation_failed', 'body field \'name\' is required')
+    assert.equal(err.stack, 'ApiError: body field \'name\' is required')
+    assert.match(new Error('other').stack ?? '', /\n\s+at /)
   })
 })
