@@ -48,7 +48,7 @@ export interface CachedRead<P = unknown, Q = unknown> {
    * The rest of what the route does for a request lookup() found, after authentication: its hooks'
    * counts, and its answer set on `reply` (status, headers) and returned (the body; none for a 304).
    */
-  answer (headers: IncomingHttpHeaders, keyId: number, reply: ReplySink, rep: Representation): Buffer | undefined
+  answer (headers: IncomingHttpHeaders, keyId: number, reply: ReplySink, rep: Representation): string | undefined
 }
 
 declare module 'fastify' {
@@ -170,7 +170,7 @@ export class FastLane {
       res.writeHead(reply.status, reply.headers)
       res.end()
     } else {
-      reply.headers['content-length'] = String(body.byteLength)
+      reply.headers['content-length'] = String(rep.bytes)
       res.writeHead(reply.status, reply.headers)
       res.end(body)
     }

@@ -68,7 +68,7 @@ export const REVALIDATE = 'private, no-cache'
  * `If-Modified-Since` and `If-Unmodified-Since` are ignored: no response carries Last-Modified
  * (RFC 9110 §13.1.3–13.1.4: a recipient ignores them then).
  */
-export function answerRead (headers: IncomingHttpHeaders, reply: ReplySink, rep: Representation): Buffer | undefined {
+export function answerRead (headers: IncomingHttpHeaders, reply: ReplySink, rep: Representation): string | undefined {
   const im = headers['if-match']
   if (im !== undefined && !ifMatchHolds(im, rep.etag)) {
     throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this resource: it changed since it was read')

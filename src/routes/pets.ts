@@ -63,8 +63,8 @@ function representer (app: FastifyInstance, url: string, schema: TSchema): (payl
   let serialize: ((payload: unknown) => string) | undefined
   return (payload, link) => {
     serialize ??= app.serializerCompiler!({ schema, method: 'GET', url, httpStatus: '200', contentType: 'application/json' })
-    const body = Buffer.from(serialize(payload))
-    return { body, etag: etagOf(body), link }
+    const body = serialize(payload)
+    return { body, bytes: Buffer.byteLength(body), etag: etagOf(body), link }
   }
 }
 
@@ -73,7 +73,7 @@ function representer (app: FastifyInstance, url: string, schema: TSchema): (payl
  * and no hashing, or a 304 without a body (an empty stream for every method: Fastify's own HEAD
  * hook needs one, and a GET's 304 then has no Content-Length either).
  */
-function send (request: FastifyRequest, reply: FastifyReply, rep: Representation): Buffer | Readable {
+function send (request: FastifyRequest, reply: FastifyReply, rep: Representation): string | Readable {
   return answerRead(request.headers, reply, rep) ?? Readable.from([])
 }
 
@@ -239,7 +239,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     }
   }, (request, reply) => {
     const { petId } = request.params
-    const found = (rep: Representation | undefined): Buffer | Readable => {
+    const found = (rep: Representation | undefined): string | Readable => {
       if (rep === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
       return send(request, reply, rep)
     }

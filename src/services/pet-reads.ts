@@ -35,9 +35,15 @@ import type { Metrics } from '../plugins/metrics.js'
 import type { Pet, PetStatus } from '../schemas/pets.js'
 import type { ListPetsParams, Store } from '../store/store.js'
 
-/** A 200 representation as sent: the body bytes, their strong ETag, and (listPets) the Link to the next page. */
+/**
+ * A 200 representation as sent: the JSON body, its length in bytes (UTF-8), its strong ETag, and
+ * (listPets) the Link to the next page. The body is kept as the string the serializer made: Node
+ * writes a string body and the head in one piece, and a string lives in V8's heap, where an evicted
+ * entry is freed whole (a small Buffer is a slice of a shared 8 KiB slab, held while any slice lives).
+ */
 export interface Representation {
-  body: Buffer
+  body: string
+  bytes: number
   etag: string
   link: string | undefined
 }
@@ -51,13 +57,13 @@ export interface PageQuery {
 }
 
 /**
- * What an entry costs beyond its body and Link: the key and ETag strings, the Buffer and entry
- * objects, lru-cache's slots. Chosen so that the accounted size bounds the real heap and external
+ * What an entry costs beyond its body and Link: the key and ETag strings, the body string's header,
+ * the entry object, lru-cache's slots. Chosen so that the accounted size bounds the real heap
  * memory of the entries, for getPet entries and for pages of 20 pets alike.
  */
 export const ENTRY_OVERHEAD = 768
 
-const sizeOf = (rep: Representation): number => rep.body.byteLength + (rep.link?.length ?? 0) + ENTRY_OVERHEAD
+const sizeOf = (rep: Representation): number => rep.bytes + (rep.link?.length ?? 0) + ENTRY_OVERHEAD
 
 /** Makes a listPets representation from the page's pets and, when more follow, the last of them. */
 export type PageRender = (pets: Pet[], last: Pet | undefined) => Representation

@@ -108,7 +108,8 @@ async function seed (t: TestContext): Promise<Seeded & { copy: string }> {
       if (name === 'revoked') await store.revokeApiKey(record.id, new Date())
     }
     const statuses = ['available', 'pending', 'sold'] as const
-    for (let i = 0; i < 25; i++) await store.createPet({ name: `pet ${i}`, categoryId: BigInt(i % 4), status: statuses[i % 3]! })
+    // Some names take several bytes a character in UTF-8: Content-Length counts bytes, not characters.
+    for (let i = 0; i < 25; i++) await store.createPet({ name: i % 4 === 1 ? `Zoë 🐕 ${i}` : `pet ${i}`, categoryId: BigInt(i % 4), status: statuses[i % 3]! })
     await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))
   } finally {
     await store.close()
