@@ -58,12 +58,18 @@ export interface PageQuery {
 
 /**
  * What an entry costs beyond its body and Link: the key and ETag strings, the body string's header,
- * the entry object, lru-cache's slots. Chosen so that the accounted size bounds the real heap
- * memory of the entries, for getPet entries and for pages of 20 pets alike.
+ * the entry object, lru-cache's slots (about 335 bytes, measured on getPet entries and pages of 20
+ * alike; test/services/pet-reads.test.ts checks that the accounted size bounds the real heap).
  */
-export const ENTRY_OVERHEAD = 768
+export const ENTRY_OVERHEAD = 384
 
-const sizeOf = (rep: Representation): number => rep.bytes + (rep.link?.length ?? 0) + ENTRY_OVERHEAD
+/**
+ * An entry's accounted size. V8 keeps a string of Latin-1 characters at a byte each and any other at
+ * two bytes a character, so a body that is not pure ASCII (its UTF-8 length differs from its length)
+ * counts two bytes a character.
+ */
+const sizeOf = (rep: Representation): number =>
+  (rep.bytes === rep.body.length ? rep.bytes : 2 * rep.body.length) + (rep.link?.length ?? 0) + ENTRY_OVERHEAD
 
 /** Makes a listPets representation from the page's pets and, when more follow, the last of them. */
 export type PageRender = (pets: Pet[], last: Pet | undefined) => Representation

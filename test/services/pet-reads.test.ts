@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { loadConfig } from '../../src/config.js'
+import { etagOf } from '../../src/plugins/etag.js'
 import { Metrics } from '../../src/plugins/metrics.js'
 import type { Pet } from '../../src/schemas/pets.js'
 import { ENTRY_OVERHEAD, PetReads, type Representation } from '../../src/services/pet-reads.js'
@@ -139,6 +142,36 @@ describe('PetReads memory bound', () => {
       let rendered = false
       await reads.pet(1n, (pet) => { rendered = true; return render(pet) })
       assert.ok(rendered, 'the oldest entry was evicted')
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('accounts at least the heap its entries really take, getPet entries and pages alike', async (t) => {
+    const store = await open(t, 'sqlite')
+    try {
+      const n = 20_000
+      for (let i = 0; i < n; i += 1000) {
+        await Promise.all(Array.from({ length: 1000 }, (_, j) => store.createPet({ name: (i + j) % 10 === 0 ? `Zoë 🐕 ${i + j}` : `pet-${i + j}`, categoryId: BigInt(i + j), status: 'available' })))
+      }
+      // Representations as the routes make them: a JSON body and its SHA-1 ETag.
+      const real = (pets: Pet | Pet[], last?: Pet): Representation => {
+        const r = render(pets, last)
+        return { ...r, etag: etagOf(r.body), link: last === undefined ? undefined : `</v1/pets?limit=20&cursor=${'c'.repeat(43)}>; rel="next"` }
+      }
+      setFlagsFromString('--expose-gc')
+      const gc = runInNewContext('gc') as () => void
+      const metrics = new Metrics(store)
+      const reads = new PetReads(store, 1 << 30, metrics)
+      gc()
+      const before = process.memoryUsage().heapUsed
+      for (let id = 1n; id <= BigInt(n); id++) await reads.pet(id, real)
+      for (let after = 0n; after < BigInt(n - 20); after += 20n) await reads.page({ afterId: after, limit: 20, status: undefined }, real)
+      gc()
+      const used = process.memoryUsage().heapUsed - before
+      const c = await counts(metrics)
+      assert.equal(c.entries, n + (n - 20) / 20)
+      assert.ok(used <= c.bytes!, `the entries take ${used} bytes of heap, accounted ${c.bytes}`)
     } finally {
       await store.close()
     }
