@@ -3,7 +3,10 @@
 // s = 1.1, or uniform), 25% listPets (limit 10/20/50, half with a status filter; 60% first pages,
 // the rest pages 2–5 of a cursor walk), 10% creates. Measured side by side with its limit, the same
 // operations on an in-memory Map in a raw node:http process (bench/mix-limit.mjs), alternating
-// A, B, A, B; then both at a fixed rate of 80% of the service's peak for the tail. Reported: req/s
+// A, B, A, B; then both at a fixed rate of 80% of the service's peak for the tail. The service is
+// measured warm, as an instance that has been serving for a while: its warm-up lasts until the read
+// cache is full or its pet hit rate has settled (at most WARM_MAX_S seconds); the limit holds every
+// pet in memory from its start. Reported: req/s
 // and CPU per request of each, their ratios, p99, the read cache's hit rate over the measured runs,
 // and the service's peak RSS. MIX_PROFILE=1 also leaves a CPU profile of the uniform SQLite mix in
 // bench/results/profiles/ and prints where its time goes.
@@ -24,6 +27,8 @@ const { loadConfig } = await import(join(DIST, 'config.js'))
 const CACHE_MIB = loadConfig({}).readCacheMaxBytes / 1048576
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 4)
+/** The longest warm-up of the service before a mix is measured, in seconds. */
+const WARM_MAX_S = Number(process.env.MIX_WARM_MAX_S ?? 30)
 const CONNECTIONS = 64
 const PETS = Number(process.env.MIX_PETS ?? 200_000)
 const BIG = Number(process.env.BENCH_BIG_STORE ?? 1_000_000)
@@ -147,10 +152,14 @@ async function cacheCounters (svc) {
   const r = await httpCall(svc.metricsPort, 'GET', '/metrics')
   const text = r.body.toString()
   const value = (name, kind) => {
-    const line = text.split('\n').find(l => l.startsWith(`${name}{kind="${kind}"} `))
+    const prefix = kind === undefined ? `${name} ` : `${name}{kind="${kind}"} `
+    const line = text.split('\n').find(l => l.startsWith(prefix))
     return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1))
   }
-  return Object.fromEntries(['pet', 'page'].map(kind => [kind, { hits: value('petstore_read_cache_hits_total', kind), misses: value('petstore_read_cache_misses_total', kind) }]))
+  return {
+    ...Object.fromEntries(['pet', 'page'].map(kind => [kind, { hits: value('petstore_read_cache_hits_total', kind), misses: value('petstore_read_cache_misses_total', kind) }])),
+    bytes: value('petstore_read_cache_bytes')
+  }
 }
 const hitRate = (a, b, kind) => {
   const hits = b[kind].hits - a[kind].hits
@@ -171,6 +180,28 @@ async function startLimit (pets) {
   return { name: 'limit', child, port }
 }
 
+/**
+ * Runs the mix against the service in 2-second rounds until its read cache is full (95% of its
+ * budget) or the pet hit rate of a round is within one point of the round before, at most
+ * WARM_MAX_S seconds. Returns how long it took and the cache's fill.
+ */
+async function warmUp (svc, stream) {
+  const budget = CACHE_MIB * 1048576
+  let seconds = 0
+  let previous = NaN
+  let counters = await cacheCounters(svc)
+  for (let round = 1; seconds < WARM_MAX_S; round++) {
+    await load(svc, stream(100 + round), { duration: 2 })
+    seconds += 2
+    const now = await cacheCounters(svc)
+    const rate = hitRate(counters, now, 'pet')
+    counters = now
+    if (now.bytes >= 0.95 * budget || Math.abs(rate - previous) < 0.01) break
+    previous = rate
+  }
+  return { seconds, cacheFill: budget === 0 ? 0 : counters.bytes / budget }
+}
+
 const rows = []
 /**
  * One mix against the service and its limit: A, B, A, B saturation runs with the same request
@@ -179,7 +210,7 @@ const rows = []
 async function compare (label, svc, limit, pets, dist, creates = true) {
   const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]
   const stream = (target, seed) => mixRequests(target === svc ? svcPages : limitPages, pets, dist, seed, creates)
-  await load(svc, stream(svc, 1), { duration: 2 })
+  const warm = await warmUp(svc, seed => stream(svc, seed))
   await load(limit, stream(limit, 1), { duration: 2 })
   const before = await cacheCounters(svc)
   const s = []; const l = []
@@ -205,10 +236,12 @@ async function compare (label, svc, limit, pets, dist, creates = true) {
     errors: sv.errors + sf.errors,
     petHitRate: hitRate(before, after, 'pet'),
     pageHitRate: hitRate(before, after, 'page'),
+    warmUpSeconds: warm.seconds,
+    cacheFill: (await cacheCounters(svc)).bytes / (CACHE_MIB * 1048576),
     peakRssMb: peakRssMb(svc.child.pid)
   }
   rows.push(row)
-  log(`  ${label.padEnd(30)} service ${fmt(sv.rps)} req/s ${fmt(sv.cpu)} µs/req, limit ${fmt(lv.rps)} req/s ${fmt(lv.cpu)} µs/req → ${fmt(row.ratio, 2)} / ${fmt(row.cpuRatio, 2)} per CPU; p99 @${rate}/s ${fmt(sf.p99, 2)} vs ${fmt(lf.p99, 2)} ms; hits pet ${fmt(row.petHitRate * 100)}% page ${fmt(row.pageHitRate * 100)}%; errors ${row.errors}; RSS ${fmt(row.peakRssMb)} MB`)
+  log(`  ${label.padEnd(30)} service ${fmt(sv.rps)} req/s ${fmt(sv.cpu)} µs/req, limit ${fmt(lv.rps)} req/s ${fmt(lv.cpu)} µs/req → ${fmt(row.ratio, 2)} / ${fmt(row.cpuRatio, 2)} per CPU; p99 @${rate}/s ${fmt(sf.p99, 2)} vs ${fmt(lf.p99, 2)} ms; hits pet ${fmt(row.petHitRate * 100)}% page ${fmt(row.pageHitRate * 100)}% (warmed ${row.warmUpSeconds} s, cache ${fmt(row.cacheFill * 100)}% full); errors ${row.errors}; RSS ${fmt(row.peakRssMb)} MB`)
   return row
 }
 
@@ -274,7 +307,7 @@ function memoryLine () {
   const on = rows.find(r => r.label === `SQLite ${BIG / 1000}k, uniform`)
   const off = rows.find(r => r.label === `SQLite ${BIG / 1000}k, uniform, read cache off`)
   if (on === undefined || off === undefined) return []
-  return [`Memory, ${BIG} pets, uniform mix: peak RSS ${fmt(on.peakRssMb)} MB with the read cache (READ_CACHE_MAX_MB=${CACHE_MIB}, the default), ${fmt(off.peakRssMb)} MB with it off: the cache costs ${fmt(on.peakRssMb - off.peakRssMb)} MB of RSS for its ${CACHE_MIB} MiB budget.`, '']
+  return [`Memory, ${BIG} pets, uniform mix: peak RSS ${fmt(on.peakRssMb)} MB with the read cache (READ_CACHE_MAX_MB=${CACHE_MIB}, the default; ${fmt(on.cacheFill * 100)}% full at the end), ${fmt(off.peakRssMb)} MB with it off: the cache costs ${fmt(on.peakRssMb - off.peakRssMb)} MB of RSS for its ${CACHE_MIB} MiB budget.`, '']
 }
 const md = [
   `# Realistic mix (${process.version}, ${PETS} pets${BIG > PETS ? ` and ${BIG} on SQLite` : ''}, ${DURATION} s runs)`,
@@ -282,9 +315,9 @@ const md = [
   `Load average (1 / 5 / 15 min): ${loadText(load0)} before, ${loadText(load1)} after.` +
     (load0[0] >= 1 ? ' **The machine was busy at the start (1-minute load average ≥ 1): not a quiet run.**' : ''),
   '',
-  '| mix | service req/s | limit req/s | req/s ratio | CPU µs/req (service vs limit) | ratio per CPU | p99 at 80% of peak (service vs limit) | pet / page hit rate | errors | peak RSS |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-  ...rows.map(r => `| ${r.label} | ${fmt(r.service.rps)} | ${fmt(r.limit.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.service.cpu)} vs ${fmt(r.limit.cpu)} | ${fmt(r.cpuRatio, 2)} | ${fmt(r.p99AtRate.service, 2)} vs ${fmt(r.p99AtRate.limit, 2)} ms | ${fmt(r.petHitRate * 100)}% / ${fmt(r.pageHitRate * 100)}% | ${r.errors} | ${fmt(r.peakRssMb)} MB |`),
+  '| mix | service req/s | limit req/s | req/s ratio | CPU µs/req (service vs limit) | ratio per CPU | p99 at 80% of peak (service vs limit) | pet / page hit rate | warm-up, cache fill | errors | peak RSS |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ...rows.map(r => `| ${r.label} | ${fmt(r.service.rps)} | ${fmt(r.limit.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.service.cpu)} vs ${fmt(r.limit.cpu)} | ${fmt(r.cpuRatio, 2)} | ${fmt(r.p99AtRate.service, 2)} vs ${fmt(r.p99AtRate.limit, 2)} ms | ${fmt(r.petHitRate * 100)}% / ${fmt(r.pageHitRate * 100)}% | ${r.warmUpSeconds} s, ${fmt(r.cacheFill * 100)}% | ${r.errors} | ${fmt(r.peakRssMb)} MB |`),
   '',
   '| target | measured | bound | met |',
   '|---|---:|---:|:-:|',

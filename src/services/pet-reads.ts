@@ -1,6 +1,6 @@
 /*
  * The read path of getPet and listPets, for every store: a cache of finished 200 representations
- * (body bytes, strong ETag, Link) above the Store interface, so a hit does no query, no
+ * (JSON body, strong ETag, Link) above the Store interface, so a hit does no query, no
  * serialization and no hashing. A miss builds the representation once, for its answer and the cache.
  * On a store that reads synchronously (SQLite) every read, hit or miss, is answered at once (petNow,
  * pageNow), so the fast lane answers misses too; on another (PostgreSQL) a miss is a Promise.
@@ -27,8 +27,9 @@
  * Nothing else is cached: authentication, revocation, rate limits, deprecation and conditional
  * requests (304) all run on every request.
  *
- * Memory is bounded by READ_CACHE_MAX_MB: each entry counts its body bytes, its Link and
- * ENTRY_OVERHEAD, and the least recently used entries go first (lru-cache).
+ * Memory is bounded by READ_CACHE_MAX_MB: each entry counts its body (a byte a character, two when
+ * it is not pure ASCII), its Link and ENTRY_OVERHEAD, and the least recently used entries go first
+ * (lru-cache).
  */
 import { LRUCache } from 'lru-cache'
 import type { Metrics } from '../plugins/metrics.js'
