@@ -6,10 +6,16 @@ const RETRY_BUSY_MS = 100
 const GATHER_MS = 5
 /** Longest the synchronous write at exit waits for a full pipe to drain (as the entry's end() wait). */
 const EXIT_WAIT_MS = 2000
+/** The batch buffer's first size; it doubles when a batch needs more (a batch holds at most maxBytes). */
+const FIRST_BUFFER_BYTES = 64 * 1024
+/** A batch buffer this large or smaller is kept for the next batch once written; a larger one is let go. */
+const KEEP_BUFFER_BYTES = 1024 * 1024
 
 /**
- * Where the JSON log lines go when stdout is not a terminal: lines are appended to one string, and
- * written GATHER_MS after the first of them with one write that never waits: to a pipe or socket,
+ * Where the JSON log lines go when stdout is not a terminal: each line is copied at once into a batch
+ * buffer (so no line stays on V8's heap while it waits, where lines held for milliseconds at tens of
+ * thousands a second would survive collections and make the young generation grow), and the batch
+ * is written GATHER_MS after its first line with one write that never waits: to a pipe or socket,
  * non-blocking, from this thread; to a file, an asynchronous fs.write from libuv's thread pool (see
  * `direct`). So a slow reader of stdout never stalls request handling. While a write is under way or
  * waits out a full pipe, the lines that come meanwhile wait and go out together with the next one.
@@ -33,9 +39,14 @@ export class LogDestination {
    * those waiting (or being written: a cut one counts) when it failed. Shown in /metrics.
    */
   dropped = 0
-  private pending = ''
+  /** The batch being gathered: its first pendingBytes bytes. */
+  private pending: Buffer = Buffer.allocUnsafeSlow(FIRST_BUFFER_BYTES)
   private pendingBytes = 0
-  private inFlight: string | Buffer | undefined
+  /** A written batch's buffer, kept for the next batch. */
+  private spare: Buffer | undefined
+  /** The batch being written (what of it is left to write), and the buffer it lives in. */
+  private inFlight: Buffer | undefined
+  private inFlightBuffer: Buffer | undefined
   private inFlightBytes = 0
   private timer: NodeJS.Timeout | undefined
   /** An asynchronous write is under way in the thread pool (not waiting out an EAGAIN retry). */
@@ -67,8 +78,8 @@ export class LogDestination {
       this.dropped++
       return false
     }
-    this.pending += line
-    this.pendingBytes += bytes
+    if (this.pendingBytes + bytes > this.pending.length) this.grow(this.pendingBytes + bytes)
+    this.pendingBytes += this.pending.write(line, this.pendingBytes, 'utf8')
     if (this.inFlight === undefined) this.timer ??= setTimeout(this.flush, GATHER_MS)
     return true
   }
@@ -84,15 +95,26 @@ export class LogDestination {
   }
 
   private idle (): boolean {
-    return this.failed || (this.inFlight === undefined && this.pending === '')
+    return this.failed || (this.inFlight === undefined && this.pendingBytes === 0)
+  }
+
+  /** A batch buffer of at least `bytes`, holding the batch gathered so far. */
+  private grow (bytes: number): void {
+    let size = this.pending.length * 2
+    while (size < bytes) size *= 2
+    const bigger = Buffer.allocUnsafeSlow(size)
+    this.pending.copy(bigger, 0, 0, this.pendingBytes)
+    this.pending = bigger
   }
 
   private readonly flush = (): void => {
     this.timer = undefined
-    if (this.inFlight !== undefined || this.pending === '') return
-    this.inFlight = this.pending
+    if (this.inFlight !== undefined || this.pendingBytes === 0) return
+    this.inFlightBuffer = this.pending
+    this.inFlight = this.pending.subarray(0, this.pendingBytes)
     this.inFlightBytes = this.pendingBytes
-    this.pending = ''
+    this.pending = this.spare ?? Buffer.allocUnsafeSlow(FIRST_BUFFER_BYTES)
+    this.spare = undefined
     this.pendingBytes = 0
     this.writeInFlight()
   }
@@ -103,7 +125,7 @@ export class LogDestination {
     if (this.direct) {
       let n: number
       try {
-        n = typeof data === 'string' ? writeSync(this.fd, data) : writeSync(this.fd, data)
+        n = writeSync(this.fd, data)
       } catch (err) {
         this.written(err as NodeJS.ErrnoException, 0)
         return
@@ -112,8 +134,7 @@ export class LogDestination {
       return
     }
     this.writing = true
-    if (typeof data === 'string') write(this.fd, data, this.written)
-    else write(this.fd, data, this.written)
+    write(this.fd, data, this.written)
   }
 
   private readonly written = (err: NodeJS.ErrnoException | null, n: number): void => {
@@ -127,16 +148,17 @@ export class LogDestination {
       return
     }
     if (n < this.inFlightBytes) {
-      // A partial write (a pipe that took less than all): the rest goes next, as bytes.
-      const data = this.inFlight!
-      this.inFlight = (typeof data === 'string' ? Buffer.from(data) : data).subarray(n)
+      // A partial write (a pipe that took less than all): the rest goes next.
+      this.inFlight = this.inFlight!.subarray(n)
       this.inFlightBytes -= n
       this.writeInFlight()
       return
     }
     this.inFlight = undefined
     this.inFlightBytes = 0
-    if (this.pending !== '') {
+    if (this.inFlightBuffer!.length <= KEEP_BUFFER_BYTES) this.spare = this.inFlightBuffer
+    this.inFlightBuffer = undefined
+    if (this.pendingBytes !== 0) {
       this.timer ??= setTimeout(this.flush, GATHER_MS)
       return
     }
@@ -146,10 +168,10 @@ export class LogDestination {
   /** The reader has gone (EPIPE) or the descriptor failed: nothing more can be written. */
   private fail (): void {
     this.failed = true
-    this.dropped += countLines(this.pending) + (this.inFlight === undefined ? 0 : countLines(this.inFlight))
-    this.pending = ''
+    this.dropped += countLines(this.pending.subarray(0, this.pendingBytes)) + (this.inFlight === undefined ? 0 : countLines(this.inFlight))
     this.pendingBytes = 0
     this.inFlight = undefined
+    this.inFlightBuffer = undefined
     this.inFlightBytes = 0
     for (const resolve of this.ended.splice(0)) resolve()
   }
@@ -168,10 +190,10 @@ export class LogDestination {
     if (!this.writing && this.inFlight !== undefined) {
       const data = this.inFlight
       this.inFlight = undefined
-      if (!this.writeAllSync(typeof data === 'string' ? Buffer.from(data) : data, deadline)) return
+      if (!this.writeAllSync(data, deadline)) return
     }
-    if (this.pending !== '') this.writeAllSync(Buffer.from(this.pending), deadline)
-    this.pending = ''
+    if (this.pendingBytes !== 0) this.writeAllSync(this.pending.subarray(0, this.pendingBytes), deadline)
+    this.pendingBytes = 0
   }
 
   /** Writes all of `data` or gives up (the pipe stayed full past the deadline, or the reader has gone). */
@@ -191,9 +213,8 @@ export class LogDestination {
 }
 
 /** Lines in a batch (each JSON line ends with a newline); only counted when a destination fails. */
-function countLines (data: string | Buffer): number {
-  const text = typeof data === 'string' ? data : data.toString('latin1')
+function countLines (data: Buffer): number {
   let n = 0
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++
+  for (let i = data.indexOf(0x0a); i !== -1; i = data.indexOf(0x0a, i + 1)) n++
   return n
 }

@@ -23,6 +23,16 @@ describe('LogDestination', () => {
       // Some lines come while a write is under way, some on later turns of the event loop.
       if (i % 500 === 0) await new Promise(resolve => setTimeout(resolve, 7))
     }
+    // Batches larger than the batch buffer it starts with: one line of 200 KB, then 3,000 in one turn.
+    const long = `{"long":"${'ü'.repeat(100_000)}"}\n`
+    lines.push(long)
+    assert.equal(dest.write(long), true)
+    await new Promise(resolve => setTimeout(resolve, 7))
+    for (let i = 0; i < 3000; i++) {
+      const line = `{"m":${i},"pad":"${'x'.repeat(80)}"}\n`
+      lines.push(line)
+      assert.equal(dest.write(line), true)
+    }
     await dest.end()
     assert.equal(readFileSync(file, 'utf8'), lines.join(''))
     assert.equal(dest.dropped, 0)
