@@ -183,7 +183,7 @@ async function startLimit (pets) {
 /**
  * Runs the mix against the service in 2-second rounds until its read cache is full (95% of its
  * budget) or the pet hit rate of a round is within one point of the round before, at most
- * WARM_MAX_S seconds. Returns how long it took and the cache's fill.
+ * WARM_MAX_S seconds. Returns how many seconds it took.
  */
 async function warmUp (svc, stream) {
   const budget = CACHE_MIB * 1048576
@@ -199,7 +199,7 @@ async function warmUp (svc, stream) {
     if (now.bytes >= 0.95 * budget || Math.abs(rate - previous) < 0.01) break
     previous = rate
   }
-  return { seconds, cacheFill: budget === 0 ? 0 : counters.bytes / budget }
+  return seconds
 }
 
 const rows = []
@@ -210,7 +210,7 @@ const rows = []
 async function compare (label, svc, limit, pets, dist, creates = true) {
   const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]
   const stream = (target, seed) => mixRequests(target === svc ? svcPages : limitPages, pets, dist, seed, creates)
-  const warm = await warmUp(svc, seed => stream(svc, seed))
+  const warmSeconds = await warmUp(svc, seed => stream(svc, seed))
   await load(limit, stream(limit, 1), { duration: 2 })
   const before = await cacheCounters(svc)
   const s = []; const l = []
@@ -236,7 +236,7 @@ async function compare (label, svc, limit, pets, dist, creates = true) {
     errors: sv.errors + sf.errors,
     petHitRate: hitRate(before, after, 'pet'),
     pageHitRate: hitRate(before, after, 'page'),
-    warmUpSeconds: warm.seconds,
+    warmUpSeconds: warmSeconds,
     cacheFill: (await cacheCounters(svc)).bytes / (CACHE_MIB * 1048576),
     peakRssMb: peakRssMb(svc.child.pid)
   }
