@@ -89,9 +89,8 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await log.end()
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
-  // The SQLite writer thread boots now, beside the first requests rather than before them: its boot
-  // would delay the first answer where the process's threads share a core. Creates that arrive
-  // meanwhile wait for it.
+  // The SQLite background thread (checkpoints) boots now, beside the first requests rather than
+  // before them: its boot would delay the first answer where the process's threads share a core.
   store.startWriter?.()
   try {
     // After listening, so the curl example names the real port.

@@ -105,7 +105,7 @@ function failed (span: Span, err: unknown): unknown {
 /**
  * SQLite has no instrumentation of its own: each store operation a request waits for is a client
  * span named as the conventions name database spans (`SELECT pets`), with db.system and no
- * parameter value. A create waits for its group-commit batch (the writer thread), so its span is that
+ * parameter value. A create waits for its group-commit batch (its commit and WAL flush), so its span is that
  * wait. PostgreSQL's queries are pg's instrumentation's spans. On both, an idempotent create is an
  * `idempotency check` span with its outcome (created, replayed, mismatch), the queries inside it.
  */

@@ -7,7 +7,7 @@
  * it (drop, then insert the pets in order, then record), and answers createOutcomes.
  */
 import type { NewPet, Pet } from '../schemas/pets.js'
-import { GroupCommit } from './group-commit.js'
+import { GroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { type IdemRecord, storedPet } from './rows.js'
 import type { IdempotencyKey, IdempotentCreateResult } from './store.js'
 
@@ -93,8 +93,8 @@ export function createOutcomes (plan: CreatePlan, ids: bigint[]): CreateOutcome[
 export class PetCreates {
   private readonly batches: GroupCommit<CreateItem, CreateOutcome>
 
-  constructor (commit: (items: CreateItem[]) => Promise<CreateOutcome[]>) {
-    this.batches = new GroupCommit(commit)
+  constructor (commit: (items: CreateItem[]) => Promise<CreateOutcome[]>, options?: GroupCommitOptions) {
+    this.batches = new GroupCommit(commit, options)
   }
 
   async create (pet: NewPet): Promise<Pet> {

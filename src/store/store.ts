@@ -151,8 +151,9 @@ export interface Store {
   onNamingStopped?(fn: (e: NamingStopped) => void): void
 
   /**
-   * SQLite: starts the writer thread if it is not running yet (absent for PostgreSQL). The server
-   * calls it once it listens; the first write starts it too, whoever opened the store.
+   * SQLite: starts the background thread (checkpoints, last-used times, the purge) if it is not
+   * running yet (absent for PostgreSQL). The server calls it once it listens; its first task starts
+   * it too, whoever opened the store.
    */
   startWriter?(): void
 

@@ -7,7 +7,7 @@ import { SqliteTransferReader, SqliteTransferWriter } from './sqlite/transfer.js
 /*
  * Whole-store reads and writes for export, import and copy. Kept beside the Store interface rather
  * than in it: the service never needs them, and each works on its own connection (one snapshot to
- * read, one transaction to write), not through the service's pool or writer thread.
+ * read, one transaction to write), not through the service's pool or group commit.
  */
 
 /** Reads one consistent snapshot of a store, section by section, streaming (constant memory). */

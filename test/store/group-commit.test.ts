@@ -27,7 +27,7 @@ describe('GroupCommit', () => {
       }
       running--
       return items
-    }, 10)
+    }, { maxBatch: 10 })
     const first = Array.from({ length: 5 }, (_, i) => gc.submit(i))
     await firstStarted
     const second = Array.from({ length: 25 }, (_, i) => gc.submit(100 + i))
@@ -46,5 +46,36 @@ describe('GroupCommit', () => {
     const failed = [gc.submit(1), gc.submit(2)]
     for (const p of failed) await assert.rejects(p, /disk full/)
     assert.equal(await gc.submit(3), 3)
+  })
+
+  it('with minIntervalMs, a lone write starts at once, and writes that follow wait out the interval and go together', async () => {
+    const starts: Array<{ at: number, size: number }> = []
+    const gc = new GroupCommit<number, number>(async (items) => { starts.push({ at: performance.now(), size: items.length }); return items }, { minIntervalMs: 40 })
+    const t0 = performance.now()
+    assert.equal(await gc.submit(1), 1)
+    assert.ok(starts[0]!.at - t0 < 30, `a lone write waited ${(starts[0]!.at - t0).toFixed(1)} ms`)
+    // Five writes a few ms apart, right after the first batch: one batch, started once the interval is over.
+    const later: Array<Promise<number>> = []
+    for (let i = 0; i < 5; i++) {
+      later.push(gc.submit(10 + i))
+      await new Promise(resolve => setTimeout(resolve, 3))
+    }
+    assert.deepEqual(await Promise.all(later), [10, 11, 12, 13, 14])
+    assert.deepEqual(starts.map(s => s.size), [1, 5])
+    assert.ok(starts[1]!.at - starts[0]!.at >= 39, `batches started ${(starts[1]!.at - starts[0]!.at).toFixed(1)} ms apart`)
+  })
+
+  it('with minIntervalMs, fullBatch waiting writes start a batch without waiting, also when they arrive during the wait', async () => {
+    const sizes: number[] = []
+    const gc = new GroupCommit<number, number>(async (items) => { sizes.push(items.length); return items }, { minIntervalMs: 10_000, fullBatch: 8 })
+    await gc.submit(0)
+    const t = performance.now()
+    await Promise.all(Array.from({ length: 8 }, (_, i) => gc.submit(i)))
+    // Three, then five more a few ms later, while the batch waits out the interval.
+    const first = Array.from({ length: 3 }, (_, i) => gc.submit(i))
+    await new Promise(resolve => setTimeout(resolve, 20))
+    await Promise.all([...first, ...Array.from({ length: 5 }, (_, i) => gc.submit(i))])
+    assert.ok(performance.now() - t < 5_000, 'a full batch waited out the interval')
+    assert.deepEqual(sizes, [1, 8, 8])
   })
 })

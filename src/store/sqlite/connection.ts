@@ -2,6 +2,9 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 
+/** How long a statement waits for another connection's lock before SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5000
+
 export type SynchronousLevel = 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA'
 const SYNC_VALUES: Record<SynchronousLevel, number> = { OFF: 0, NORMAL: 1, FULL: 2, EXTRA: 3 }
 
@@ -14,14 +17,19 @@ export function openSqlite (path: string, synchronous: SynchronousLevel): Databa
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path)
   db.defaultSafeIntegers(true)
-  db.pragma('busy_timeout = 5000')
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
   db.pragma('foreign_keys = ON')
   const mode = db.pragma('journal_mode = WAL', { simple: true })
   if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (journal_mode is ${String(mode)})`)
+  setSynchronous(db, synchronous)
+  return db
+}
+
+/** Sets the connection's synchronous level and reads it back. */
+export function setSynchronous (db: Database.Database, synchronous: SynchronousLevel): void {
   db.pragma(`synchronous = ${synchronous}`)
   const level = Number(db.pragma('synchronous', { simple: true }))
   if (level !== SYNC_VALUES[synchronous]) throw new Error(`SQLite synchronous is ${level}, expected ${synchronous}`)
-  return db
 }
 
 const UNAVAILABLE = /^SQLITE_(FULL|READONLY|IOERR|BUSY|LOCKED|CANTOPEN|CORRUPT|NOTADB|PROTOCOL|NOMEM)/

@@ -2,14 +2,15 @@ import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
-import { type CreateOutcome, PetCreates } from '../creates.js'
+import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
 import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyGrant, toPet } from '../rows.js'
 import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
 import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NewApiKey, PetReadsNow, Store } from '../store.js'
-import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
+import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
+import { WalFlush } from './wal-flush.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
-import { prepareWrites } from './writes.js'
+import { prepareWrites, type SqliteWrites } from './writes.js'
 
 /** Runs a synchronous better-sqlite3 call, turning "cannot work now" failures into StoreUnavailableError. */
 function guard<T> (fn: () => T): T {
@@ -70,9 +71,16 @@ class WorkerWriter {
     return worker
   }
 
+  /** StoreUnavailableError once the thread has stopped (or the store is closing), else undefined. */
+  stopped (): StoreUnavailableError | undefined {
+    if (this.dead !== undefined) return new StoreUnavailableError('the database writer stopped', { cause: this.dead })
+    if (this.closed) return new StoreUnavailableError('the database writer stopped')
+    return undefined
+  }
+
   run<T> (req: WriterOp): Promise<T> {
-    if (this.dead !== undefined) return Promise.reject(new StoreUnavailableError('the database writer stopped', { cause: this.dead }))
-    if (this.closed) return Promise.reject(new StoreUnavailableError('the database writer stopped'))
+    const stopped = this.stopped()
+    if (stopped !== undefined) return Promise.reject(stopped)
     const worker = this.start()
     const id = this.nextId++
     return new Promise<T>((resolve, reject) => {
@@ -134,30 +142,60 @@ export interface SqliteStoreOptions {
   synchronous: SynchronousLevel
 }
 
-/** The embedded store: reads on the event loop (microseconds), writes group-committed on a writer thread. */
+/**
+ * The least time between the starts of two create batches when each is flushed: under a steady
+ * stream of creates one WAL flush then carries what arrived over these milliseconds, not the one or
+ * two that arrived during the previous flush (an fdatasync costs the kernel about as much CPU as a
+ * dozen requests). A create that finds no batch started within it is committed at once.
+ */
+const FLUSH_INTERVAL_MS = 5
+/** Creates waiting that start a batch without waiting out FLUSH_INTERVAL_MS. */
+const FULL_BATCH = 64
+/** A checkpoint is asked of the background thread after this many commits (about SQLite's default of 1,000 WAL pages). */
+const CHECKPOINT_EVERY_COMMITS = 200
+/** How long a batch retries while another connection (another process) holds SQLite's write lock. */
+const BUSY_WAIT_MS = BUSY_TIMEOUT_MS
+const BUSY_RETRY_MS = 2
+/** The largest id SQLite can hold: no pet is hidden. */
+const MAX_ID = 9223372036854775807n
+
+/**
+ * The embedded store. Reads and the creates' commits run on the event loop, on one connection (a
+ * primary-key read or a batch's inserts cost microseconds); the commit's flush to disk runs on
+ * libuv's thread pool (wal-flush.ts) and each create is answered after it. Until its flush has
+ * completed, a batch's pets are hidden from every read of this store, so nothing is shown that a
+ * power loss could still take back. Checkpoints and the writes nobody waits for run on a background
+ * thread with its own connection (writer-worker.ts).
+ */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
   private readonly creates: PetCreates
+  private readonly writes: SqliteWrites
   private readonly stmts
+  /** Pets with an id above this are committed but not yet flushed: not shown. */
+  private visibleMax = MAX_ID
+  private commitsSinceCheckpoint = 0
+  private checkpointing = false
+
   private constructor (
     private readonly db: Database.Database,
-    private readonly writer: WorkerWriter | undefined
+    private readonly writer: WorkerWriter | undefined,
+    private readonly wal: WalFlush | undefined,
+    private readonly synchronous: SynchronousLevel
   ) {
-    const inline = writer === undefined ? prepareWrites(db) : undefined
-    this.creates = new PetCreates(async (items) =>
-      writer !== undefined
-        ? await writer.run<CreateOutcome[]>({ op: 'createPets', items })
-        : guard(() => inline!.createPets(items)))
+    this.writes = prepareWrites(db)
+    this.creates = new PetCreates(async (items) => await this.commitCreates(items),
+      wal === undefined ? undefined : { minIntervalMs: FLUSH_INTERVAL_MS, fullBatch: FULL_BATCH })
     this.purge = writer !== undefined
       ? async (beforeMs) => await writer.run<number>({ op: 'purgeIdempotencyKeys', beforeMs })
-      : async (beforeMs) => guard(() => inline!.purgeIdempotencyKeys(beforeMs))
+      : async (beforeMs) => guard(() => this.writes.purgeIdempotencyKeys(beforeMs))
     this.touch = writer !== undefined
       ? async (entries) => { await writer.run({ op: 'touchApiKeys', entries }) }
-      : async (entries) => { guard(() => inline!.touchApiKeys(entries)) }
+      : async (entries) => { guard(() => this.writes.touchApiKeys(entries)) }
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
-      listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?'),
-      listByStatus: db.prepare('SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?'),
+      listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? AND id <= ? ORDER BY id LIMIT ?'),
+      listByStatus: db.prepare('SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?'),
       insertKey: db.prepare(`INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`),
       keyByHash: db.prepare(`SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = ?`),
       listKeys: db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`),
@@ -174,21 +212,97 @@ export class SqliteStore implements Store {
   private readonly purge: (beforeMs: number) => Promise<number>
 
   /**
-   * Opens (creating if needed) and migrates the database. The writer thread is not started here: it
-   * boot is CPU a server start would pay before its first answer when its threads share a core. It starts at startWriter() (the server calls it once listening) or at the first
-   * write; writes sent meanwhile wait in its message port. The read connection has already applied
-   * the migrations and proved the file writable.
+   * Commits a batch of creates on this connection, then flushes it: its pets are hidden from reads
+   * from the commit until the flush has completed, and the batch is answered after. A flush that
+   * fails leaves them hidden and the store refusing writes (503) until it is restarted.
+   */
+  private async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
+    const refused = this.writeRefused()
+    if (refused !== undefined) throw refused
+    const outcomes = await this.commitWhenFree(items)
+    if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
+    if (this.wal === undefined) return outcomes
+    // Ids ascend in the batch's order, so its first new id is its smallest.
+    const first = outcomes.find((o): o is bigint => typeof o === 'bigint')
+    if (first !== undefined) this.visibleMax = first - 1n
+    await this.flushed()
+    this.visibleMax = MAX_ID
+    return outcomes
+  }
+
+  /** The batch's transaction, retried while another process holds the write lock (at most BUSY_WAIT_MS). */
+  private async commitWhenFree (items: CreateItem[]): Promise<CreateOutcome[]> {
+    const deadline = Date.now() + BUSY_WAIT_MS
+    for (;;) {
+      try {
+        // The write lock is asked for without SQLite's busy handler, which would sleep on the event
+        // loop (a PRAGMA takes effect when prepared, so it cannot be a statement prepared once).
+        this.db.pragma('busy_timeout = 0')
+        try {
+          return this.writes.createPets(items)
+        } finally {
+          this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+        }
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) return guard(() => { throw err })
+      }
+      await new Promise(resolve => setTimeout(resolve, BUSY_RETRY_MS))
+    }
+  }
+
+  /** Why no write is taken now: the background thread stopped, or a flush failed. */
+  private writeRefused (): StoreUnavailableError | undefined {
+    const failed = this.wal?.error
+    if (failed !== undefined) return new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: failed })
+    return this.writer?.stopped()
+  }
+
+  /** Resolves once what this connection committed is on the disk (at once when the store does not flush). */
+  private async flushed (): Promise<void> {
+    if (this.wal === undefined) return
+    try {
+      await this.wal.flush()
+    } catch (err) {
+      throw new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: err })
+    }
+  }
+
+  /** Asks the background thread for a checkpoint, unless one is already under way. */
+  private checkpoint (): void {
+    if (this.writer === undefined || this.checkpointing) return
+    this.checkpointing = true
+    this.commitsSinceCheckpoint = 0
+    // A checkpoint that fails (the thread stopped) is asked again after the next commits, which are refused meanwhile.
+    this.writer.run({ op: 'checkpoint' }).catch(() => {}).finally(() => { this.checkpointing = false })
+  }
+
+  /**
+   * Opens (creating if needed) and migrates the database. The background thread is not started
+   * here: its boot is CPU a server start would pay before its first answer when its threads share a
+   * core. It starts at startWriter() (the server calls it once listening) or at its first task.
+   * The read connection has already applied the migrations and proved the file writable; from then
+   * on it commits at synchronous=NORMAL (OFF at OFF) without checkpointing, and a store at FULL or
+   * EXTRA flushes each commit itself (WalFlush).
    */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
     const db = openSqlite(opts.path, opts.synchronous)
+    let wal: WalFlush | undefined
     try {
       migrateSqlite(db)
+      // :memory: is private to its connection: no background thread, nothing to flush.
+      if (opts.path === ':memory:') return new SqliteStore(db, undefined, undefined, opts.synchronous)
+      db.pragma('wal_autocheckpoint = 0')
+      setSynchronous(db, opts.synchronous === 'OFF' ? 'OFF' : 'NORMAL')
+      if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') {
+        wal = new WalFlush(opts.path)
+        wal.open()
+      }
     } catch (err) {
+      wal?.close()
       db.close()
       throw err
     }
-    // :memory: is private to its connection, so it cannot have a writer thread.
-    return new SqliteStore(db, opts.path === ':memory:' ? undefined : new WorkerWriter(opts.path, opts.synchronous))
+    return new SqliteStore(db, new WorkerWriter(opts.path, opts.synchronous), wal, opts.synchronous)
   }
 
   /** Applies pending migrations and returns their versions (used by `petstore migrate`). */
@@ -215,6 +329,7 @@ export class SqliteStore implements Store {
 
   readonly readsNow: PetReadsNow = {
     getPet: (id) => {
+      if (id > this.visibleMax) return undefined
       const row = guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
       return row === undefined ? undefined : toPet(row)
     },
@@ -222,8 +337,8 @@ export class SqliteStore implements Store {
       const { limit, status } = params
       const after = pageAfter(params)
       const rows = guard(() => (status === undefined
-        ? this.stmts.listAll.all(after, limit)
-        : this.stmts.listByStatus.all(status, after, limit)) as PetRow[])
+        ? this.stmts.listAll.all(after, this.visibleMax, limit)
+        : this.stmts.listByStatus.all(status, after, this.visibleMax, limit)) as PetRow[])
       return rows.map(toPet)
     }
   }
@@ -238,7 +353,9 @@ export class SqliteStore implements Store {
 
   async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
     const values = [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt.toISOString(), key.expiresAt?.toISOString() ?? null]
-    return toApiKey(guard(() => this.stmts.insertKey.get(...values) as KeyRow))
+    const created = toApiKey(guard(() => this.stmts.insertKey.get(...values) as KeyRow))
+    await this.flushed()
+    return created
   }
 
   async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
@@ -251,7 +368,9 @@ export class SqliteStore implements Store {
   }
 
   async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    return guard(() => this.stmts.revokeKey.run({ at: at.toISOString(), id })).changes > 0
+    const revoked = guard(() => this.stmts.revokeKey.run({ at: at.toISOString(), id })).changes > 0
+    await this.flushed()
+    return revoked
   }
 
   async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
@@ -264,10 +383,12 @@ export class SqliteStore implements Store {
   }
 
   async getOrCreateSetting (name: string, create: () => string): Promise<string> {
-    return guard(() => {
+    const value = guard(() => {
       this.stmts.insertSetting.run(name, create())
       return (this.stmts.getSetting.get(name) as { value: string }).value
     })
+    await this.flushed()
+    return value
   }
 
   startWriter (): void {
@@ -276,14 +397,20 @@ export class SqliteStore implements Store {
 
   async ping (): Promise<void> {
     guard(() => this.stmts.ping.get())
-    // Ready means writes can be taken too: the writer thread is up (waited for while it boots, right
-    // after a start) and has not stopped.
+    // Ready means writes can be taken too: no flush has failed, and the background thread is up
+    // (waited for while it boots, right after a start) and has not stopped.
+    const failed = this.wal?.error
+    if (failed !== undefined) throw new StoreUnavailableError('the database could not flush its write-ahead log to disk', { cause: failed })
     await this.writer?.ready(WRITER_READY_WAIT_MS)
   }
 
   async close (): Promise<void> {
     await this.creates.drain()
     await this.writer?.close()
+    this.wal?.close()
+    // The last connection to close checkpoints the WAL into the database file and removes it: at the
+    // store's own level, so that checkpoint syncs as the background thread's do.
+    if (this.db.open && this.synchronous !== 'OFF') guard(() => setSynchronous(this.db, this.synchronous))
     this.db.close()
   }
 }

@@ -50,7 +50,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: 'pet insert function',
-    // PostgreSQL's insert function; SQLite inserts in its own writer thread and needs nothing. Kept
+    // PostgreSQL's insert function; SQLite's one writer at a time orders its inserts and needs nothing. Kept
     // (empty) so the versions read the same on both stores.
     sql: ''
   },

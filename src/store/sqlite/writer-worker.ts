@@ -1,14 +1,15 @@
 /*
- * The SQLite writer thread. Commits (and their fsync) happen here, so a durable write never stalls
- * the event loop that answers reads. The main thread sends one batch at a time (see GroupCommit).
+ * The SQLite background thread: the checkpoints, and the writes nobody waits for (API keys'
+ * last-used times, the hourly purge of expired Idempotency-Keys), on a connection of its own at the
+ * store's synchronous level, so their copying and their fsyncs never stall the event loop. Creates
+ * are committed on the event loop and flushed on libuv's thread pool (index.ts, wal-flush.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import type { CreateItem } from '../creates.js'
 import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
 import { prepareWrites } from './writes.js'
 
 export type WriterOp =
-  | { op: 'createPets', items: CreateItem[] }
+  | { op: 'checkpoint' }
   | { op: 'touchApiKeys', entries: Array<[number, string]> }
   | { op: 'purgeIdempotencyKeys', beforeMs: number }
 export type WriterRequest = WriterOp & { id: number }
@@ -20,6 +21,8 @@ export type WriterResponse =
 const { path, synchronous } = workerData as { path: string, synchronous: SynchronousLevel }
 const port = parentPort!
 const db = openSqlite(path, synchronous)
+// Checkpoints are asked for by the store (checkpoint below), never run by a commit.
+db.pragma('wal_autocheckpoint = 0')
 const writes = prepareWrites(db)
 // Up: the connection is open with its settings and the statements are prepared (readiness waits for this).
 port.postMessage({ ready: true } satisfies WriterResponse)
@@ -31,8 +34,12 @@ port.on('message', (req: WriterRequest | { op: 'close' }) => {
     return
   }
   try {
-    const result = req.op === 'createPets'
-      ? writes.createPets(req.items)
+    // A RESTART checkpoint holds the write lock while it copies every frame (the store's commits
+    // retry meanwhile), syncing the WAL before and the database file after, at this connection's
+    // level; the next commit then writes the WAL from its beginning again, so the file stays the
+    // same size instead of growing while commits keep coming.
+    const result = req.op === 'checkpoint'
+      ? db.pragma('wal_checkpoint(RESTART)')
       : req.op === 'touchApiKeys' ? writes.touchApiKeys(req.entries) : writes.purgeIdempotencyKeys(req.beforeMs)
     port.postMessage({ id: req.id, ok: true, result } satisfies WriterResponse)
   } catch (err) {

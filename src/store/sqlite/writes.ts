@@ -3,9 +3,9 @@ import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, k
 import type { NewPet } from '../../schemas/pets.js'
 import { type IdemRecord, type IdemRow, toIdemRecord } from '../rows.js'
 
-/** The write transactions that go through the writer (a worker thread, or inline for :memory:). */
+/** The write transactions: creates on the store's own connection, the rest on the background thread. */
 export interface SqliteWrites {
-  /** Inserts the batch in one IMMEDIATE transaction (one fsync), idempotency records with their pets; outcomes in order. */
+  /** Inserts the batch in one IMMEDIATE transaction, idempotency records with their pets; outcomes in order. */
   createPets (items: CreateItem[]): CreateOutcome[]
   touchApiKeys (entries: Array<[number, string]>): void
   purgeIdempotencyKeys (beforeMs: number): number
