@@ -11,13 +11,15 @@ import type { Scope } from './schemas/scopes.js'
 /*
  * The fast lane: reads answered at once, ahead of Fastify, by the routes' own functions.
  *
- * Nearly every read is a getPet or listPets that the read cache holds (or, on SQLite, that the
- * store reads synchronously in a few µs), by a key the key cache trusts, counted in memory. Fastify's request handling (routing, the Request and Reply objects,
+ * Nearly every read is a getPet or listPets that the read cache holds, or that the store reads (on
+ * SQLite synchronously, in a few µs), by a key the key cache trusts, counted in memory. Fastify's request handling (routing, the Request and Reply objects,
  * the hook runner, the reply's header and send machinery) then costs more CPU than the service's
  * own work for the request. The lane is the first listener of the node:http server (laneServer,
  * installed through Fastify's `serverFactory` option). It answers a request only when every step
  * would let it through at once, decided first with no side effect; anything else goes to Fastify
- * untouched. Nothing it does is its own:
+ * untouched. A read from a store that reads asynchronously (a PostgreSQL miss) is waited for, the
+ * request then admitted again and answered, or, when the pet is not found or the store failed,
+ * handed to Fastify as it came. Nothing it does is its own:
  * - routing: find-my-way, the router Fastify uses, with Fastify's options and every GET route;
  * - the path and query: the route's own schemas, through the app's validator compiler;
  * - the arrival checks: the hardening plugin's edge check, no drain, no shedding, no body, no
@@ -38,12 +40,14 @@ import type { Scope } from './schemas/scopes.js'
  */
 export interface CachedRead<P = unknown, Q = unknown> {
   /**
-   * The representation the request reads when the route can answer it at once, its cache hit or
-   * miss counted; undefined, with nothing counted, when the route must answer it (not cached on a
-   * store that reads asynchronously, no such pet, a cursor refused, past the sunset). `params` and
-   * `query` as validation gave them.
+   * The representation the request reads, its cache hit or miss counted: at once (a hit, or any
+   * read of a store that reads synchronously), or as a Promise (a miss on a store that reads
+   * asynchronously); undefined, at once or as the Promise's value, with nothing counted, when the
+   * route must answer it (no such pet, a cursor refused, past the sunset). A Promise that rejects
+   * (the store cannot read) leaves the request to the route too. `params` and `query` as
+   * validation gave them.
    */
-  lookup (params: P, query: Q): Representation | undefined
+  lookup (params: P, query: Q): Representation | undefined | Promise<Representation | undefined>
   /**
    * The rest of what the route does for a request lookup() found, after authentication: its hooks'
    * counts, and its answer set on `reply` (status, headers) and returned (the body; none for a 304).
@@ -134,8 +138,12 @@ export class FastLane {
     this.plugins = app
   }
 
-  /** Answers the request and returns true, or returns false having done nothing (Fastify answers). */
-  answer (req: IncomingMessage, res: ServerResponse): boolean {
+  /**
+   * Answers the request and returns true, or returns false having done nothing (Fastify answers).
+   * A read that takes a Promise (a miss on a store that reads asynchronously) returns true at once
+   * and answers when it settles, or then hands the request to `fastify`.
+   */
+  answer (req: IncomingMessage, res: ServerResponse, fastify: (req: IncomingMessage, res: ServerResponse) => void): boolean {
     const p = this.plugins
     if (p === undefined || req.method !== 'GET') return false
     const url = req.url ?? ''
@@ -152,19 +160,40 @@ export class FastLane {
     const now = Date.now()
     const keyId = p.admission.admit(h.authorization, now, route!.scope)
     if (keyId === undefined) return false
+    const start = performance.now()
     const rep = read.lookup(params.value, query.value)
     if (rep === undefined) return false
+    if (!(rep instanceof Promise)) {
+      this.respond(req, res, route!, keyId, now, rep, start)
+      return true
+    }
+    rep.then((later) => {
+      // Admitted again now that the read is back: a drain may have begun, or the key's limit been reached, meanwhile.
+      const at = Date.now()
+      const key = later === undefined || p.draining ? undefined : p.admission.admit(h.authorization, at, route!.scope)
+      if (key === undefined) fastify(req, res)
+      else this.respond(req, res, route!, key, at, later!, start)
+    }, () => { fastify(req, res) }).catch((err: unknown) => {
+      // The answer failed part way (a broken connection): nothing more can be sent on it.
+      if (res.headersSent) res.destroy(err as Error)
+      else fastify(req, res)
+    })
+    return true
+  }
 
-    // From here on the lane answers, with the same steps, in the same order, as Fastify's path.
-    const start = performance.now()
+  /** The lane's answer, with the same steps, in the same order, as Fastify's path. */
+  private respond (req: IncomingMessage, res: ServerResponse, route: Route, keyId: number, now: number, rep: Representation, start: number): void {
+    const p = this.plugins!
+    const h = req.headers
     const reqId = requestIdOf(h['x-request-id'])
     const reply = new LaneReply(reqId)
     p.admission.enter(keyId, now, reply)
-    const body = read.answer(h, keyId, reply, rep)
+    const body = route.read!.answer(h, keyId, reply, rep)
     p.metrics.fastLane.inc()
     // Fastify's own request logger for the request, bound to its id under Fastify's label.
     const log = p.childLoggerFactory.call(p as FastifyInstance, p.log, { reqId }, {}, req)
-    const routeUrl = route!.opts.url
+    const routeUrl = route.opts.url
+    const url = req.url ?? ''
     res.on('finish', () => { p.recordResponse(log, keyId, 'GET', routeUrl, url, reply.status, performance.now() - start) })
     if (body === undefined) {
       res.writeHead(reply.status, reply.headers)
@@ -174,7 +203,6 @@ export class FastLane {
       res.writeHead(reply.status, reply.headers)
       res.end(body)
     }
-    return true
   }
 }
 
@@ -191,7 +219,7 @@ export function laneServer (lane: FastLane): (handler: (req: IncomingMessage, re
     const server = createServer(o.http ?? {}, (req, res) => {
       let answered: boolean
       try {
-        answered = lane.answer(req, res)
+        answered = lane.answer(req, res, handler)
       } catch (err) {
         // A request the lane failed on (a store that cannot read now: Fastify's path reads again and
         // answers 503) goes to Fastify, unless an answer has begun, which only a broken connection can end.

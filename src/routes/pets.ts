@@ -100,7 +100,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const listPets: CachedRead<unknown, ListPetsQuery> = {
     lookup: (_params, query) => {
       const page = pageOf(query)
-      return page === undefined ? undefined : reads.pageNow(page, pageRender(query))
+      return page === undefined ? undefined : reads.pageSoon(page, pageRender(query))
     },
     answer: (headers, _keyId, reply, rep) => answerRead(headers, reply, rep)
   }
@@ -196,7 +196,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   // The route's hooks below, in their order, for a getPet the fast lane answers.
   const petJson = representer(fastify, `${fastify.prefix}/pets/:petId`, PET)
   const getPet: CachedRead<{ petId: bigint }> = {
-    lookup: ({ petId }) => pastSunset() ? undefined : reads.petNow(petId, petJson),
+    lookup: ({ petId }) => pastSunset() ? undefined : reads.petSoon(petId, petJson),
     answer: (headers, keyId, reply, rep) => {
       metrics.countGetPetCall(keyId)
       const body = answerRead(headers, reply, rep)

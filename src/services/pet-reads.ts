@@ -3,7 +3,8 @@
  * (JSON body, strong ETag, Link) above the Store interface, so a hit does no query, no
  * serialization and no hashing. A miss builds the representation once, for its answer and the cache.
  * On a store that reads synchronously (SQLite) every read, hit or miss, is answered at once (petNow,
- * pageNow), so the fast lane answers misses too; on another (PostgreSQL) a miss is a Promise.
+ * pageNow); on another (PostgreSQL) a miss is a Promise, which the fast lane waits for (petSoon,
+ * pageSoon).
  *
  * Why a cached entry can never go stale, on any instance and either store:
  * 1. Pets are immutable. The Store interface has no update or delete, and nothing else writes the
@@ -11,7 +12,8 @@
  * 2. Ids only grow, and they become visible in id order, database-wide: a reader that sees id N sees
  *    every pet with a smaller id that will ever exist. SQLite: ids come from AUTOINCREMENT inside the
  *    one write transaction SQLite admits at a time (across processes too), so commits are in id order
- *    and an id is never reused. PostgreSQL: every pet insert draws its ids only under the pet insert
+ *    and an id is never reused; a batch committed but not yet flushed is hidden, ids from its first
+ *    up, until its flush completes (store/sqlite/index.ts). PostgreSQL: every pet insert draws its ids only under the pet insert
  *    advisory lock, which is released after its commit is visible (store/postgres/index.ts); the
  *    identity sequence hands out values one at a time (no per-session CACHE), and an id drawn by a
  *    rolled-back transaction stays a gap forever. test/store/id-order.test.ts fails if a store ever
@@ -120,7 +122,26 @@ export class PetReads {
     this.counters.pet.misses.inc()
     // petNow read a store that reads synchronously: no pet has this id.
     if (this.store.readsNow !== undefined) return undefined
-    return this.store.getPet(id).then(pet => pet === undefined ? undefined : this.keep(petKey(id), render(pet)))
+    return this.fetchPet(id, render)
+  }
+
+  /**
+   * getPet as the fast lane asks it: petNow's answer, or, on a store that reads asynchronously, a
+   * Promise of the pet's representation (read, made and kept, the miss counted) or of undefined
+   * when no pet has this id (nothing counted: the route answers that request, and counts it).
+   */
+  petSoon (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
+    const now = this.petNow(id, render)
+    if (now !== undefined || this.store.readsNow !== undefined) return now
+    return this.fetchPet(id, render).then(rep => {
+      if (rep !== undefined) this.counters.pet.misses.inc()
+      return rep
+    })
+  }
+
+  private async fetchPet (id: bigint, render: (pet: Pet) => Representation): Promise<Representation | undefined> {
+    const pet = await this.store.getPet(id)
+    return pet === undefined ? undefined : this.keep(petKey(id), render(pet))
   }
 
   /**
@@ -148,6 +169,13 @@ export class PetReads {
     if (now !== undefined) return now
     this.counters.page.misses.inc()
     return this.store.listPets(rowsOf(q)).then(pets => this.made(q, pets, render))
+  }
+
+  /** listPets as the fast lane asks it: pageNow's answer, or, on a store that reads asynchronously, page()'s Promise. */
+  pageSoon (q: PageQuery, render: PageRender): Representation | undefined | Promise<Representation> {
+    const now = this.pageNow(q, render)
+    if (now !== undefined || this.store.readsNow !== undefined) return now
+    return this.page(q, render)
   }
 
   /** A page read with one row more than its limit, made into its representation, kept when full. */
