@@ -40,14 +40,16 @@ import type { Scope } from './schemas/scopes.js'
  */
 export interface CachedRead<P = unknown, Q = unknown> {
   /**
-   * The representation the request reads, its cache hit or miss counted: at once (a hit, or any
-   * read of a store that reads synchronously), or as a Promise (a miss on a store that reads
-   * asynchronously); undefined, at once or as the Promise's value, with nothing counted, when the
+   * The representation the request reads: at once (a hit, or any read of a store that reads
+   * synchronously), its hit or miss counted, or as a Promise (a miss on a store that reads
+   * asynchronously), its miss counted by missed() once the lane answers with it; undefined, at once or as the Promise's value, with nothing counted, when the
    * route must answer it (no such pet, a cursor refused, past the sunset). A Promise that rejects
    * (the store cannot read) leaves the request to the route too. `params` and `query` as
    * validation gave them.
    */
   lookup (params: P, query: Q): Representation | undefined | Promise<Representation | undefined>
+  /** Counts the cache miss of a representation lookup() gave as a Promise, when the lane answers with it. */
+  missed (): void
   /**
    * The rest of what the route does for a request lookup() found, after authentication: its hooks'
    * counts, and its answer set on `reply` (status, headers) and returned (the body; none for a 304).
@@ -167,16 +169,28 @@ export class FastLane {
       this.respond(req, res, route!, keyId, now, rep, start)
       return true
     }
+    // Fastify gets the request as it came (its own arrival checks run then), at most once.
+    let handed = false
+    const toFastify = (): void => {
+      if (handed) return
+      handed = true
+      fastify(req, res)
+    }
     rep.then((later) => {
-      // Admitted again now that the read is back: a drain may have begun, or the key's limit been reached, meanwhile.
+      // Admitted again now that the read is back: a drain may have begun, or the key's limit been
+      // reached, meanwhile (the arrival's overload check, like Fastify's, is not repeated).
       const at = Date.now()
       const key = later === undefined || p.draining ? undefined : p.admission.admit(h.authorization, at, route!.scope)
-      if (key === undefined) fastify(req, res)
-      else this.respond(req, res, route!, key, at, later!, start)
-    }, () => { fastify(req, res) }).catch((err: unknown) => {
+      if (key === undefined) {
+        toFastify()
+        return
+      }
+      read.missed()
+      this.respond(req, res, route!, key, at, later!, start)
+    }, toFastify).catch((err: unknown) => {
       // The answer failed part way (a broken connection): nothing more can be sent on it.
-      if (res.headersSent) res.destroy(err as Error)
-      else fastify(req, res)
+      if (res.headersSent || handed) res.destroy(err as Error)
+      else toFastify()
     })
     return true
   }

@@ -140,7 +140,7 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
             span.end()
           }
         })
-      Object.defineProperty(traced, 'readsNow', { value: { getPet: read(reads.getPet), listPets: read(reads.listPets) } satisfies PetReadsNow })
+      Object.defineProperty(traced, 'readsNow', { value: { getPet: read(reads.getPet), listPets: read(reads.listPets), settled: reads.settled.bind(reads) } satisfies PetReadsNow })
     }
     wrap('findApiKeyByHash' as Method<S>, 'SELECT api_keys', sqlite('SELECT', 'api_keys'))
     wrap('ping' as Method<S>, 'SELECT', { 'db.system': 'sqlite', 'db.operation.name': 'SELECT' })

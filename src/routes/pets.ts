@@ -102,6 +102,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       const page = pageOf(query)
       return page === undefined ? undefined : reads.pageSoon(page, pageRender(query))
     },
+    missed: () => { reads.countMiss('page') },
     answer: (headers, _keyId, reply, rep) => answerRead(headers, reply, rep)
   }
 
@@ -197,6 +198,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const petJson = representer(fastify, `${fastify.prefix}/pets/:petId`, PET)
   const getPet: CachedRead<{ petId: bigint }> = {
     lookup: ({ petId }) => pastSunset() ? undefined : reads.petSoon(petId, petJson),
+    missed: () => { reads.countMiss('pet') },
     answer: (headers, keyId, reply, rep) => {
       metrics.countGetPetCall(keyId)
       const body = answerRead(headers, reply, rep)

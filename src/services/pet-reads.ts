@@ -12,8 +12,8 @@
  * 2. Ids only grow, and they become visible in id order, database-wide: a reader that sees id N sees
  *    every pet with a smaller id that will ever exist. SQLite: ids come from AUTOINCREMENT inside the
  *    one write transaction SQLite admits at a time (across processes too), so commits are in id order
- *    and an id is never reused; a batch committed but not yet flushed is hidden, ids from its first
- *    up, until its flush completes (store/sqlite/index.ts). PostgreSQL: every pet insert draws its ids only under the pet insert
+ *    and an id is never reused. A batch committed but not yet flushed is hidden until its flush
+ *    completes (store/sqlite/index.ts), and a page spanning its ids is not kept (settled). PostgreSQL: every pet insert draws its ids only under the pet insert
  *    advisory lock, which is released after its commit is visible (store/postgres/index.ts); the
  *    identity sequence hands out values one at a time (no per-session CACHE), and an id drawn by a
  *    rolled-back transaction stays a gap forever. test/store/id-order.test.ts fails if a store ever
@@ -127,16 +127,19 @@ export class PetReads {
 
   /**
    * getPet as the fast lane asks it: petNow's answer, or, on a store that reads asynchronously, a
-   * Promise of the pet's representation (read, made and kept, the miss counted) or of undefined
-   * when no pet has this id (nothing counted: the route answers that request, and counts it).
+   * Promise of the pet's representation (read, made and kept) or of undefined when no pet has this
+   * id. The Promise's miss is not counted here: the lane counts it (countMiss) when it answers, and
+   * a request it hands to the route is counted there, once.
    */
   petSoon (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
     const now = this.petNow(id, render)
     if (now !== undefined || this.store.readsNow !== undefined) return now
-    return this.fetchPet(id, render).then(rep => {
-      if (rep !== undefined) this.counters.pet.misses.inc()
-      return rep
-    })
+    return this.fetchPet(id, render)
+  }
+
+  /** Counts a miss the fast lane answered from petSoon's or pageSoon's Promise. */
+  countMiss (kind: 'pet' | 'page'): void {
+    this.counters[kind].misses.inc()
   }
 
   private async fetchPet (id: bigint, render: (pet: Pet) => Representation): Promise<Representation | undefined> {
@@ -171,18 +174,24 @@ export class PetReads {
     return this.store.listPets(rowsOf(q)).then(pets => this.made(q, pets, render))
   }
 
-  /** listPets as the fast lane asks it: pageNow's answer, or, on a store that reads asynchronously, page()'s Promise. */
+  /**
+   * listPets as the fast lane asks it: pageNow's answer, or, on a store that reads asynchronously, a
+   * Promise of the page's representation, its miss not counted (see petSoon).
+   */
   pageSoon (q: PageQuery, render: PageRender): Representation | undefined | Promise<Representation> {
     const now = this.pageNow(q, render)
     if (now !== undefined || this.store.readsNow !== undefined) return now
-    return this.page(q, render)
+    return this.store.listPets(rowsOf(q)).then(pets => this.made(q, pets, render))
   }
 
   /** A page read with one row more than its limit, made into its representation, kept when full. */
   private made (q: PageQuery, pets: Pet[], render: PageRender): Representation {
     if (pets.length <= q.limit) return render(pets, undefined)
+    // A full page is kept unless pets not yet shown have ids within it (a SQLite batch not yet flushed).
+    const settled = this.store.readsNow?.settled(q.afterId, pets[q.limit]!.id) ?? true
     pets.length = q.limit
-    return this.keep(pageKey(q), render(pets, pets[q.limit - 1]))
+    const rep = render(pets, pets[q.limit - 1])
+    return settled ? this.keep(pageKey(q), rep) : rep
   }
 
   private keep (key: string, rep: Representation): Representation {

@@ -81,6 +81,12 @@ export interface PoolStats {
 export interface PetReadsNow {
   getPet (id: bigint): Pet | undefined
   listPets (params: ListPetsParams): Pet[]
+  /**
+   * Whether every pet with an id in (afterId, lastId] that will ever be shown is shown now: false
+   * while a batch with ids in that range is committed but not yet flushed (its pets hidden), so that
+   * a page spanning it is not kept.
+   */
+  settled (afterId: bigint | null, lastId: bigint): boolean
 }
 
 /**

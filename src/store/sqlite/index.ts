@@ -161,8 +161,6 @@ const CHECKPOINT_EVERY_COMMITS = 200
 /** How long a batch retries while another connection (another process) holds SQLite's write lock. */
 const BUSY_WAIT_MS = BUSY_TIMEOUT_MS
 const BUSY_RETRY_MS = 2
-/** The largest id SQLite can hold: no pet is hidden. */
-const MAX_ID = 9223372036854775807n
 
 /**
  * The embedded store. Reads and the creates' commits run on the event loop, on one connection (a
@@ -177,16 +175,15 @@ export class SqliteStore implements Store {
   private readonly creates: PetCreates
   private readonly writes: SqliteWrites
   private readonly stmts
-  /** Pets with an id above this are committed but not yet flushed: not shown. */
-  private visibleMax = MAX_ID
+  /** The ids of this connection's batch committed but not yet flushed: not shown. */
+  private hidden: { from: bigint, to: bigint } | undefined
   private commitsSinceCheckpoint = 0
   private checkpointing = false
 
   private constructor (
     private readonly db: Database.Database,
     private readonly writer: WorkerWriter | undefined,
-    private readonly wal: WalFlush | undefined,
-    private readonly synchronous: SynchronousLevel
+    private readonly wal: WalFlush | undefined
   ) {
     this.writes = prepareWrites(db)
     this.creates = new PetCreates(async (items) => await this.commitCreates(items),
@@ -199,8 +196,9 @@ export class SqliteStore implements Store {
       : async (entries) => { guard(() => this.writes.touchApiKeys(entries)) }
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
-      listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? AND id <= ? ORDER BY id LIMIT ?'),
-      listByStatus: db.prepare('SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?'),
+      // The NOT BETWEEN skips the hidden batch (1 and 0, an empty range, when there is none).
+      listAll: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id > ? AND id NOT BETWEEN ? AND ? ORDER BY id LIMIT ?'),
+      listByStatus: db.prepare('SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? AND id NOT BETWEEN ? AND ? ORDER BY id LIMIT ?'),
       insertKey: db.prepare(`INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`),
       keyByHash: db.prepare(`SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = ?`),
       listKeys: db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`),
@@ -225,14 +223,40 @@ export class SqliteStore implements Store {
     const refused = this.writeRefused()
     if (refused !== undefined) throw refused
     const outcomes = await this.commitWhenFree(items)
-    if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
+    this.committed()
     if (this.wal === undefined) return outcomes
-    // Ids ascend in the batch's order, so its first new id is its smallest.
-    const first = outcomes.find((o): o is bigint => typeof o === 'bigint')
-    if (first !== undefined) this.visibleMax = first - 1n
     await this.flushed()
-    this.visibleMax = MAX_ID
+    this.hidden = undefined
     return outcomes
+  }
+
+  /**
+   * Hides a batch just committed, in the same synchronous step as its commit (nothing can read in
+   * between): its new ids are one ascending run, in the batch's order.
+   */
+  private hideUntilFlushed (outcomes: CreateOutcome[]): void {
+    if (this.wal === undefined) return
+    const ids = outcomes.filter((o): o is bigint => typeof o === 'bigint')
+    if (ids.length > 0) this.hidden = { from: ids[0]!, to: ids[ids.length - 1]! }
+  }
+
+  /** Counts a commit of this connection, and asks for a checkpoint every CHECKPOINT_EVERY_COMMITS. */
+  private committed (): void {
+    if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
+  }
+
+  /**
+   * A write of this connection other than creates (API keys, settings): refused once a flush has
+   * failed, then committed, counted and flushed like a batch (not hidden: nothing reads it before
+   * the caller has its answer).
+   */
+  private async writeNow<T> (write: () => T): Promise<T> {
+    const failed = this.wal?.error
+    if (failed !== undefined) throw new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: failed })
+    const result = guard(write)
+    this.committed()
+    await this.flushed()
+    return result
   }
 
   /** The batch's transaction, retried while another process holds the write lock (at most BUSY_WAIT_MS). */
@@ -244,7 +268,9 @@ export class SqliteStore implements Store {
         // loop (a PRAGMA takes effect when prepared, so it cannot be a statement prepared once).
         this.db.pragma('busy_timeout = 0')
         try {
-          return this.writes.createPets(items)
+          const outcomes = this.writes.createPets(items)
+          this.hideUntilFlushed(outcomes)
+          return outcomes
         } finally {
           this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
         }
@@ -295,7 +321,7 @@ export class SqliteStore implements Store {
     try {
       migrateSqlite(db)
       // :memory: is private to its connection: no background thread, nothing to flush.
-      if (opts.path === ':memory:') return new SqliteStore(db, undefined, undefined, opts.synchronous)
+      if (opts.path === ':memory:') return new SqliteStore(db, undefined, undefined)
       db.pragma('wal_autocheckpoint = 0')
       setSynchronous(db, opts.synchronous === 'OFF' ? 'OFF' : 'NORMAL')
       if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') {
@@ -303,11 +329,11 @@ export class SqliteStore implements Store {
         wal.open()
       }
     } catch (err) {
-      wal?.close()
+      await wal?.close()
       db.close()
       throw err
     }
-    return new SqliteStore(db, new WorkerWriter(opts.path, opts.synchronous), wal, opts.synchronous)
+    return new SqliteStore(db, new WorkerWriter(opts.path, opts.synchronous), wal)
   }
 
   /** Applies pending migrations and returns their versions (used by `petstore migrate`). */
@@ -334,17 +360,24 @@ export class SqliteStore implements Store {
 
   readonly readsNow: PetReadsNow = {
     getPet: (id) => {
-      if (id > this.visibleMax) return undefined
+      const h = this.hidden
+      if (h !== undefined && id >= h.from && id <= h.to) return undefined
       const row = guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
       return row === undefined ? undefined : toPet(row)
     },
     listPets: (params) => {
       const { limit, status } = params
       const after = pageAfter(params)
+      const h = this.hidden
+      const [from, to] = h === undefined ? [1n, 0n] : [h.from, h.to]
       const rows = guard(() => (status === undefined
-        ? this.stmts.listAll.all(after, this.visibleMax, limit)
-        : this.stmts.listByStatus.all(status, after, this.visibleMax, limit)) as PetRow[])
+        ? this.stmts.listAll.all(after, from, to, limit)
+        : this.stmts.listByStatus.all(status, after, from, to, limit)) as PetRow[])
       return rows.map(toPet)
+    },
+    settled: (afterId, lastId) => {
+      const h = this.hidden
+      return h === undefined || h.to <= (afterId ?? 0n) || h.from > lastId
     }
   }
 
@@ -358,9 +391,7 @@ export class SqliteStore implements Store {
 
   async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
     const values = [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt.toISOString(), key.expiresAt?.toISOString() ?? null]
-    const created = toApiKey(guard(() => this.stmts.insertKey.get(...values) as KeyRow))
-    await this.flushed()
-    return created
+    return toApiKey(await this.writeNow(() => this.stmts.insertKey.get(...values) as KeyRow))
   }
 
   async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
@@ -373,9 +404,7 @@ export class SqliteStore implements Store {
   }
 
   async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    const revoked = guard(() => this.stmts.revokeKey.run({ at: at.toISOString(), id })).changes > 0
-    await this.flushed()
-    return revoked
+    return (await this.writeNow(() => this.stmts.revokeKey.run({ at: at.toISOString(), id }))).changes > 0
   }
 
   async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
@@ -388,12 +417,10 @@ export class SqliteStore implements Store {
   }
 
   async getOrCreateSetting (name: string, create: () => string): Promise<string> {
-    const value = guard(() => {
+    return await this.writeNow(() => {
       this.stmts.insertSetting.run(name, create())
       return (this.stmts.getSetting.get(name) as { value: string }).value
     })
-    await this.flushed()
-    return value
   }
 
   startWriter (): void {
@@ -412,10 +439,9 @@ export class SqliteStore implements Store {
   async close (): Promise<void> {
     await this.creates.drain()
     await this.writer?.close()
-    this.wal?.close()
-    // The last connection to close checkpoints the WAL into the database file and removes it: at the
-    // store's own level, so that checkpoint syncs as the background thread's do.
-    if (this.db.open && this.synchronous !== 'OFF') guard(() => setSynchronous(this.db, this.synchronous))
+    await this.wal?.close()
+    // The last connection to close checkpoints the WAL into the database file (synced: NORMAL syncs
+    // checkpoints) and removes it.
     this.db.close()
   }
 }

@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs'
+import { closeSync, fdatasync, fsyncSync, openSync, realpathSync } from 'node:fs'
 import { dirname } from 'node:path'
 
 /**
@@ -17,6 +17,7 @@ import { dirname } from 'node:path'
 export class WalFlush {
   private fd: number | undefined
   private failed: Error | undefined
+  private readonly pending = new Set<Promise<void>>()
 
   constructor (private readonly dbPath: string) {}
 
@@ -26,8 +27,10 @@ export class WalFlush {
    * the WAL's first sync through its own connection.
    */
   open (): void {
-    this.fd = openSync(`${this.dbPath}-wal`, 'r+')
-    const dir = openSync(dirname(this.dbPath), 'r')
+    // SQLite names the WAL after the database file's real path (symbolic links resolved).
+    const real = realpathSync(this.dbPath)
+    this.fd = openSync(`${real}-wal`, 'r+')
+    const dir = openSync(dirname(real), 'r')
     try {
       fsyncSync(dir)
     } finally {
@@ -45,7 +48,7 @@ export class WalFlush {
     if (this.failed !== undefined) throw this.failed
     const fd = this.fd
     if (fd === undefined) throw new Error('the WAL flusher is not open')
-    await new Promise<void>((resolve, reject) => {
+    const done = new Promise<void>((resolve, reject) => {
       fdatasync(fd, (err) => {
         if (err === null) resolve()
         else {
@@ -54,9 +57,17 @@ export class WalFlush {
         }
       })
     })
+    this.pending.add(done)
+    try {
+      await done
+    } finally {
+      this.pending.delete(done)
+    }
   }
 
-  close (): void {
+  /** Closes the descriptor once the flushes under way have completed. */
+  async close (): Promise<void> {
+    await Promise.allSettled([...this.pending])
     if (this.fd !== undefined) closeSync(this.fd)
     this.fd = undefined
   }

@@ -5,7 +5,7 @@
  * are committed on the event loop and flushed on libuv's thread pool (index.ts, wal-flush.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
+import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
 import { prepareWrites } from './writes.js'
 
 export type WriterOp =
@@ -18,6 +18,9 @@ export type WriterResponse =
   | { id: number, ok: true, result: unknown }
   | { id: number, ok: false, unavailable: boolean, message: string, code: string | undefined }
 
+/** How long a RESTART checkpoint waits for the write lock and for readers of older snapshots. */
+const RESTART_WAIT_MS = 20
+
 const { path, synchronous } = workerData as { path: string, synchronous: SynchronousLevel }
 const port = parentPort!
 const db = openSqlite(path, synchronous)
@@ -27,6 +30,24 @@ const writes = prepareWrites(db)
 // Up: the connection is open with its settings and the statements are prepared (readiness waits for this).
 port.postMessage({ ready: true } satisfies WriterResponse)
 
+/**
+ * Copies the WAL into the database file, syncing the WAL before and the file after (at this
+ * connection's level), and lets the next commit write the WAL from its beginning again, so it does
+ * not grow while commits keep coming. PASSIVE first, which waits for no one and copies what it can;
+ * then RESTART, which holds the write lock (the store's commits retry meanwhile) to copy the rest and
+ * waits for readers of older snapshots, but only briefly: a reader that holds one longer (an export)
+ * makes it give up, to be tried again at the next checkpoint, rather than keep the writers out.
+ */
+function checkpoint (): unknown {
+  db.pragma('wal_checkpoint(PASSIVE)')
+  db.pragma(`busy_timeout = ${RESTART_WAIT_MS}`)
+  try {
+    return db.pragma('wal_checkpoint(RESTART)')
+  } finally {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  }
+}
+
 port.on('message', (req: WriterRequest | { op: 'close' }) => {
   if (req.op === 'close') {
     db.close()
@@ -34,13 +55,16 @@ port.on('message', (req: WriterRequest | { op: 'close' }) => {
     return
   }
   try {
-    // A RESTART checkpoint holds the write lock while it copies every frame (the store's commits
-    // retry meanwhile), syncing the WAL before and the database file after, at this connection's
-    // level; the next commit then writes the WAL from its beginning again, so the file stays the
-    // same size instead of growing while commits keep coming.
     const result = req.op === 'checkpoint'
-      ? db.pragma('wal_checkpoint(RESTART)')
+      ? checkpoint()
       : req.op === 'touchApiKeys' ? writes.touchApiKeys(req.entries) : writes.purgeIdempotencyKeys(req.beforeMs)
+    // This thread's own writes grow the WAL too: each is followed by a checkpoint (one that cannot
+    // run now, the database busy, is run again after the next write or at the store's next request).
+    if (req.op !== 'checkpoint') {
+      try {
+        checkpoint()
+      } catch {}
+    }
     port.postMessage({ id: req.id, ok: true, result } satisfies WriterResponse)
   } catch (err) {
     const e = err as { message?: string, code?: string }

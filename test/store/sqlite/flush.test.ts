@@ -61,12 +61,17 @@ describe('SQLite creates: committed on the event loop, answered after the WAL fl
     assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['before'])
     assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: 'available' })).map(p => p.name), ['before'])
     assert.equal((await store.getPet(before.id))?.name, 'before')
+    // A page spanning the batch's id may still change: not settled (the read cache does not keep it).
+    assert.equal(store.readsNow.settled(null, row.id + 5n), false)
+    assert.equal(store.readsNow.settled(row.id, row.id + 5n), true)
+    assert.equal(store.readsNow.settled(null, before.id), true)
 
     held.shift()!()
     const created = await creating
     assert.equal(created.id, row.id)
     assert.equal(store.readsNow.getPet(row.id)?.name, 'held')
     assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['before', 'held'])
+    assert.equal(store.readsNow.settled(null, row.id + 5n), true)
   })
 
   it('a failed flush answers 503, keeps the batch hidden, and refuses every later write and readiness', async (t) => {
@@ -117,5 +122,44 @@ describe('SQLite creates: committed on the event loop, answered after the WAL fl
     const db = new Database(path, { readonly: true })
     onCleanup(t, () => db.close())
     assert.equal((db.prepare('SELECT count(*) AS n FROM pets').get() as { n: number }).n, 5)
+  })
+
+  it('keeps taking creates while another connection holds an old snapshot across a checkpoint', async (t) => {
+    const { store, path } = await openStore(t)
+    // The background thread up first (readiness waits for it), so the checkpoint runs among the creates.
+    store.startWriter()
+    await store.ping()
+    await store.createPet(pet('first'))
+    const reader = new Database(path, { readonly: true })
+    onCleanup(t, () => { if (reader.inTransaction) reader.exec('COMMIT'); reader.close() })
+    reader.exec('BEGIN')
+    reader.prepare('SELECT count(*) FROM pets').get()
+    // More commits than come between two checkpoints: one checkpoint at least runs while the
+    // reader's snapshot is older than the WAL's end; no create may wait on it until refused.
+    const outcomes = await Promise.allSettled(Array.from({ length: 400 }, async (_, i) => {
+      await new Promise(resolve => setTimeout(resolve, i * 6))
+      return await store.createPet(pet(`p${i}`))
+    }))
+    const refused = outcomes.filter(o => o.status === 'rejected')
+    assert.equal(refused.length, 0, String((refused[0] as PromiseRejectedResult | undefined)?.reason))
+    reader.exec('COMMIT')
+    assert.equal((await store.listPets({ afterId: null, limit: 100, status: undefined })).length, 100)
+  })
+
+  it('opens, flushes and closes a database named through a symbolic link', async (t) => {
+    const dir = tempDir(t)
+    fs.mkdirSync(join(dir, 'real'))
+    fs.mkdirSync(join(dir, 'links'))
+    const target = join(dir, 'real', 'p.db')
+    const store0 = await SqliteStore.open({ path: target, synchronous: 'FULL' })
+    await store0.close()
+    const link = join(dir, 'links', 'p.db')
+    fs.symlinkSync(target, link)
+    const store = await SqliteStore.open({ path: link, synchronous: 'FULL' })
+    const created = await store.createPet(pet('through a link'))
+    assert.equal(store.readsNow.getPet(created.id)?.name, 'through a link')
+    await store.close()
+    assert.equal(fs.existsSync(`${link}-wal`), false)
+    assert.equal(fs.existsSync(`${target}-wal`), false)
   })
 })
