@@ -158,8 +158,7 @@ const FLUSH_INTERVAL_MS = 5
 const FULL_BATCH = 32
 /** A checkpoint is asked of the background thread after this many commits (about SQLite's default of 1,000 WAL pages). */
 const CHECKPOINT_EVERY_COMMITS = 200
-/** How long a batch retries while another connection (another process) holds SQLite's write lock. */
-const BUSY_WAIT_MS = BUSY_TIMEOUT_MS
+/** How often a batch retries while another connection holds SQLite's write lock (for up to BUSY_TIMEOUT_MS). */
 const BUSY_RETRY_MS = 2
 
 /**
@@ -251,17 +250,17 @@ export class SqliteStore implements Store {
    * the caller has its answer).
    */
   private async writeNow<T> (write: () => T): Promise<T> {
-    const failed = this.wal?.error
-    if (failed !== undefined) throw new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: failed })
+    const failed = this.flushFailure()
+    if (failed !== undefined) throw failed
     const result = guard(write)
     this.committed()
     await this.flushed()
     return result
   }
 
-  /** The batch's transaction, retried while another process holds the write lock (at most BUSY_WAIT_MS). */
+  /** The batch's transaction, retried while another connection holds the write lock (at most BUSY_TIMEOUT_MS). */
   private async commitWhenFree (items: CreateItem[]): Promise<CreateOutcome[]> {
-    const deadline = Date.now() + BUSY_WAIT_MS
+    const deadline = Date.now() + BUSY_TIMEOUT_MS
     for (;;) {
       try {
         // The write lock is asked for without SQLite's busy handler, which would sleep on the event
@@ -283,9 +282,13 @@ export class SqliteStore implements Store {
 
   /** Why no write is taken now: the background thread stopped, or a flush failed. */
   private writeRefused (): StoreUnavailableError | undefined {
+    return this.flushFailure() ?? this.writer?.stopped()
+  }
+
+  /** The store's answer once a flush has failed (until a restart), else undefined. */
+  private flushFailure (): StoreUnavailableError | undefined {
     const failed = this.wal?.error
-    if (failed !== undefined) return new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: failed })
-    return this.writer?.stopped()
+    return failed === undefined ? undefined : new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: failed })
   }
 
   /** Resolves once what this connection committed is on the disk (at once when the store does not flush). */
@@ -294,7 +297,7 @@ export class SqliteStore implements Store {
     try {
       await this.wal.flush()
     } catch (err) {
-      throw new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: err })
+      throw this.flushFailure() ?? new StoreUnavailableError('the database could not flush its write-ahead log to disk', { cause: err })
     }
   }
 
@@ -431,8 +434,8 @@ export class SqliteStore implements Store {
     guard(() => this.stmts.ping.get())
     // Ready means writes can be taken too: no flush has failed, and the background thread is up
     // (waited for while it boots, right after a start) and has not stopped.
-    const failed = this.wal?.error
-    if (failed !== undefined) throw new StoreUnavailableError('the database could not flush its write-ahead log to disk', { cause: failed })
+    const failed = this.flushFailure()
+    if (failed !== undefined) throw failed
     await this.writer?.ready(WRITER_READY_WAIT_MS)
   }
 
