@@ -61,7 +61,8 @@ export class GroupCommit<In, Out> {
       const wait = this.lastStart + this.minIntervalMs - performance.now()
       if (wait > 0 && this.queue.length < this.fullBatch) {
         await new Promise<void>(resolve => {
-          const timer = setTimeout(() => { this.endWait?.() }, wait)
+          // Timers count whole milliseconds: rounded up, so the wait is never shorter than the interval's rest.
+          const timer = setTimeout(() => { this.endWait?.() }, Math.ceil(wait))
           this.endWait = () => {
             clearTimeout(timer)
             this.endWait = undefined

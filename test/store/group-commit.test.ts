@@ -62,7 +62,8 @@ describe('GroupCommit', () => {
     }
     assert.deepEqual(await Promise.all(later), [10, 11, 12, 13, 14])
     assert.deepEqual(starts.map(s => s.size), [1, 5])
-    assert.ok(starts[1]!.at - starts[0]!.at >= 39, `batches started ${(starts[1]!.at - starts[0]!.at).toFixed(1)} ms apart`)
+    // Node's timers keep a millisecond clock of their own: a few ms of slack, far from no wait at all.
+    assert.ok(starts[1]!.at - starts[0]!.at >= 35, `batches started ${(starts[1]!.at - starts[0]!.at).toFixed(1)} ms apart`)
   })
 
   it('with minIntervalMs, fullBatch waiting writes start a batch without waiting, also when they arrive during the wait', async () => {
