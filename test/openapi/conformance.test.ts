@@ -109,6 +109,13 @@ describe('the conformance check', () => {
     assert.throws(() => checkResponse({ method: 'GET', url: '/v1/nowhere', status: 404, headers: { 'content-type': 'text/html', 'x-request-id': 'r' }, body: '<h1>' }), ConformanceError)
   })
 
+  it('reads a path starting with // as a path, as the router does, not as a host', () => {
+    // GET //. reaches the router as //, no route: a 404 Error, not an answer of the index (/).
+    const notFound = { method: 'GET', url: '//.', status: 404, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r' }, body: '{"code":"not_found","message":"m","status":404}' }
+    checkResponse(notFound)
+    assert.throws(() => checkResponse({ ...notFound, url: '/' }), /status 404 is not documented for index/)
+  })
+
   it('knows every operation of the document', () => {
     const ids = Object.values(conformance().document.paths as Record<string, Record<string, { operationId: string }>>).flatMap(item => Object.values(item).map(op => op.operationId))
     assert.deepEqual(ids.sort(), ['createPet', 'getPet', 'index', 'listOrders', 'listPets', 'liveness', 'readiness'])
