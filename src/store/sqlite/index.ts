@@ -221,7 +221,11 @@ export class SqliteStore implements Store {
   private async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
     const refused = this.writeRefused()
     if (refused !== undefined) throw refused
-    const outcomes = await this.commitWhenFree(items)
+    const outcomes = await this.whenWriteLockFree(() => {
+      const outcomes = this.writes.createPets(items)
+      this.hideUntilFlushed(outcomes)
+      return outcomes
+    })
     this.committed()
     if (this.wal === undefined) return outcomes
     await this.flushed()
@@ -252,27 +256,22 @@ export class SqliteStore implements Store {
   private async writeNow<T> (write: () => T): Promise<T> {
     const failed = this.flushFailure()
     if (failed !== undefined) throw failed
-    const result = guard(write)
+    const result = await this.whenWriteLockFree(write)
     this.committed()
     await this.flushed()
     return result
   }
 
-  /** The batch's transaction, retried while another connection holds the write lock (at most BUSY_TIMEOUT_MS). */
-  private async commitWhenFree (items: CreateItem[]): Promise<CreateOutcome[]> {
+  /**
+   * Runs a write of this connection, again every BUSY_RETRY_MS while another connection holds
+   * SQLite's write lock, for at most BUSY_TIMEOUT_MS. The connection has no busy handler (open()):
+   * SQLite's would sleep on the event loop.
+   */
+  private async whenWriteLockFree<T> (write: () => T): Promise<T> {
     const deadline = Date.now() + BUSY_TIMEOUT_MS
     for (;;) {
       try {
-        // The write lock is asked for without SQLite's busy handler, which would sleep on the event
-        // loop (a PRAGMA takes effect when prepared, so it cannot be a statement prepared once).
-        this.db.pragma('busy_timeout = 0')
-        try {
-          const outcomes = this.writes.createPets(items)
-          this.hideUntilFlushed(outcomes)
-          return outcomes
-        } finally {
-          this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
-        }
+        return write()
       } catch (err) {
         if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) return guard(() => { throw err })
       }
@@ -326,6 +325,10 @@ export class SqliteStore implements Store {
       // :memory: is private to its connection: no background thread, nothing to flush.
       if (opts.path === ':memory:') return new SqliteStore(db, undefined, undefined)
       db.pragma('wal_autocheckpoint = 0')
+      // No busy handler on this connection: SQLite's sleeps on the event loop. Its writes wait for
+      // the write lock in whenWriteLockFree; a read is not kept out by a writer or a checkpoint in
+      // WAL mode, and one that finds another process recovering the WAL is answered 503 at once.
+      db.pragma('busy_timeout = 0')
       setSynchronous(db, opts.synchronous === 'OFF' ? 'OFF' : 'NORMAL')
       if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') {
         wal = new WalFlush(opts.path)
