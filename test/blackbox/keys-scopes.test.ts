@@ -93,11 +93,12 @@ for (const store of STORES) {
       assert.equal((await runCli(['migrate'], env)).code, 0)
       const [a, b] = [await startServer(t, env), await startServer(t, env)]
       // The servers hand out a first key of their own: the keys here are the last two.
-      const brief = await createKey(env, '--name', 'brief', '--expires', '8s')
+      // Long enough for the five CLI runs below on a loaded machine (each starts a Node process).
+      const brief = await createKey(env, '--name', 'brief', '--expires', '20s')
       const rotated = await createKey(env, '--name', 'old')
       const mine = async (...args: string[]) => (await listKeys(env, ...args)).filter(k => k.name === 'brief' || k.name === 'old')
       const oldId = (await mine()).find(k => k.name === 'old')!.id
-      const scheduled = await runCli(['keys', 'revoke', String(oldId), '--after', '8s'], env)
+      const scheduled = await runCli(['keys', 'revoke', String(oldId), '--after', '20s'], env)
       assert.equal(scheduled.code, 0, scheduled.stderr)
       assert.match(scheduled.stderr, new RegExp(`^petstore: store: .*\\nkey ${oldId} will be revoked at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; it works until then\\n$`))
       const listed = await mine()
