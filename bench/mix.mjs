@@ -202,10 +202,17 @@ async function warmUp (svc, stream) {
   return seconds
 }
 
+/** Alternated service/limit pairs of saturation runs a mix is measured with. */
+const PAIRS = Number(process.env.MIX_PAIRS ?? 3)
+const median = (xs) => { const v = [...xs].sort((a, b) => a - b); const m = v.length >> 1; return v.length % 2 === 1 ? v[m] : (v[m - 1] + v[m]) / 2 }
+
 const rows = []
 /**
- * One mix against the service and its limit: A, B, A, B saturation runs with the same request
- * stream, then both at 80% of the service's peak for the tail.
+ * One mix against the service and its limit: PAIRS alternated pairs of saturation runs (A, B, A,
+ * B, …) with the same request stream, then both at 80% of the service's peak for the tail. The
+ * ratios are the medians of the pairs' own ratios: the two runs of a pair are seconds apart, so a
+ * slowdown of a shared machine lasting longer than a pair moves both, and one shorter than the
+ * whole measurement moves one pair out of three, not the result.
  */
 async function compare (label, svc, limit, pets, dist, creates = true) {
   const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]
@@ -214,14 +221,14 @@ async function compare (label, svc, limit, pets, dist, creates = true) {
   await load(limit, stream(limit, 1), { duration: 2 })
   const before = await cacheCounters(svc)
   const s = []; const l = []
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < PAIRS; i++) {
     s.push(await load(svc, stream(svc, 10 + i)))
     l.push(await load(limit, stream(limit, 10 + i)))
   }
   const after = await cacheCounters(svc)
-  const mean = (xs, f) => xs.reduce((a, x) => a + f(x), 0) / xs.length
-  const sv = { rps: mean(s, x => x.rps), cpu: mean(s, x => x.cpuUsPerReq), p99: mean(s, x => x.p99), errors: s.reduce((a, x) => a + x.errors, 0) }
-  const lv = { rps: mean(l, x => x.rps), cpu: mean(l, x => x.cpuUsPerReq), p99: mean(l, x => x.p99), errors: l.reduce((a, x) => a + x.errors, 0) }
+  const sv = { rps: median(s.map(x => x.rps)), cpu: median(s.map(x => x.cpuUsPerReq)), p99: median(s.map(x => x.p99)), errors: s.reduce((a, x) => a + x.errors, 0) }
+  const lv = { rps: median(l.map(x => x.rps)), cpu: median(l.map(x => x.cpuUsPerReq)), p99: median(l.map(x => x.p99)), errors: l.reduce((a, x) => a + x.errors, 0) }
+  const pairCpuRatios = l.map((x, i) => x.cpuUsPerReq / s[i].cpuUsPerReq)
   const rate = Math.round(sv.rps * 0.8)
   const sf = await load(svc, stream(svc, 20), { rate })
   const lf = await load(limit, stream(limit, 20), { rate })
@@ -229,8 +236,9 @@ async function compare (label, svc, limit, pets, dist, creates = true) {
     label,
     service: sv,
     limit: lv,
-    ratio: sv.rps / lv.rps,
-    cpuRatio: lv.cpu / sv.cpu,
+    ratio: median(s.map((x, i) => x.rps / l[i].rps)),
+    cpuRatio: median(pairCpuRatios),
+    pairCpuRatios,
     fixedRate: rate,
     p99AtRate: { service: sf.p99, limit: lf.p99 },
     errors: sv.errors + sf.errors,
@@ -315,9 +323,11 @@ const md = [
   `Load average (1 / 5 / 15 min): ${loadText(load0)} before, ${loadText(load1)} after.` +
     (load0[0] >= 1 ? ' **The machine was busy at the start (1-minute load average ≥ 1): not a quiet run.**' : ''),
   '',
-  '| mix | service req/s | limit req/s | req/s ratio | CPU µs/req (service vs limit) | ratio per CPU | p99 at 80% of peak (service vs limit) | pet / page hit rate | warm-up, cache fill | errors | peak RSS |',
+  `Saturation figures: medians of ${PAIRS} alternated service/limit pairs of runs; the ratios are the medians of the pairs' ratios (per CPU: the pairs' range in brackets).`,
+  '',
+  '| mix | service req/s | limit req/s | req/s ratio | CPU µs/req (service vs limit) | ratio per CPU (pairs) | p99 at 80% of peak (service vs limit) | pet / page hit rate | warm-up, cache fill | errors | peak RSS |',
   '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-  ...rows.map(r => `| ${r.label} | ${fmt(r.service.rps)} | ${fmt(r.limit.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.service.cpu)} vs ${fmt(r.limit.cpu)} | ${fmt(r.cpuRatio, 2)} | ${fmt(r.p99AtRate.service, 2)} vs ${fmt(r.p99AtRate.limit, 2)} ms | ${fmt(r.petHitRate * 100)}% / ${fmt(r.pageHitRate * 100)}% | ${r.warmUpSeconds} s, ${fmt(r.cacheFill * 100)}% | ${r.errors} | ${fmt(r.peakRssMb)} MB |`),
+  ...rows.map(r => `| ${r.label} | ${fmt(r.service.rps)} | ${fmt(r.limit.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.service.cpu)} vs ${fmt(r.limit.cpu)} | ${fmt(r.cpuRatio, 2)} (${fmt(Math.min(...r.pairCpuRatios), 2)}–${fmt(Math.max(...r.pairCpuRatios), 2)}) | ${fmt(r.p99AtRate.service, 2)} vs ${fmt(r.p99AtRate.limit, 2)} ms | ${fmt(r.petHitRate * 100)}% / ${fmt(r.pageHitRate * 100)}% | ${r.warmUpSeconds} s, ${fmt(r.cacheFill * 100)}% | ${r.errors} | ${fmt(r.peakRssMb)} MB |`),
   '',
   '| target | measured | bound | met |',
   '|---|---:|---:|:-:|',
