@@ -171,7 +171,7 @@ export class PetReads {
     const now = this.pageNow(q, render)
     if (now !== undefined) return now
     this.counters.page.misses.inc()
-    return this.store.listPets(rowsOf(q)).then(pets => this.made(q, pets, render))
+    return this.fetchPage(q, render)
   }
 
   /**
@@ -181,7 +181,11 @@ export class PetReads {
   pageSoon (q: PageQuery, render: PageRender): Representation | undefined | Promise<Representation> {
     const now = this.pageNow(q, render)
     if (now !== undefined || this.store.readsNow !== undefined) return now
-    return this.store.listPets(rowsOf(q)).then(pets => this.made(q, pets, render))
+    return this.fetchPage(q, render)
+  }
+
+  private async fetchPage (q: PageQuery, render: PageRender): Promise<Representation> {
+    return this.made(q, await this.store.listPets(rowsOf(q)), render)
   }
 
   /** A page read with one row more than its limit, made into its representation, kept when full. */
