@@ -131,8 +131,19 @@ everything else to stderr; \`petstore COMMAND --help\` prints what follows for o
 
 ${table(['Exit code', 'Meaning'], Object.entries(EXIT_MEANINGS).map(([code, meaning]) => [code, meaning]))}
 
-A mistyped option is named, with the nearest known one (\`error: unknown option '--nmae'\`,
-\`(Did you mean --name?)\`), and exits 2 before anything is tried.
+A usage error is one line naming the mistake (a mistyped option with the nearest known one), then
+where the usage is, and exits 2 before anything is tried:
+
+\`\`\`text
+petstore: error: unknown option '--nmae' (did you mean --name?)
+Run 'petstore keys create --help' for usage.
+\`\`\`
+
+\`petstore --help\` lists the commands, one line each. Every command that opens a store writes its
+\`petstore: store: …\` line on stderr first (\`copy\` a \`petstore: target: …\` line too), whether
+stdout and stderr are a terminal, a pipe or a file (a cron log shows which database a backup
+read); \`backup\`, \`export\` and \`import\` end with a summary line there (with \`--json\`, a JSON
+summary on stdout instead).
 
 ${sections.join('\n\n')}
 `

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { Command } from 'commander'
+import { Command, type ErrorOptions } from 'commander'
 import { registerBackupCommand } from './commands/backup.js'
 import { registerCopyCommand } from './commands/copy.js'
 import { registerExportCommand } from './commands/export.js'
@@ -33,15 +33,26 @@ class PetstoreCommand extends Command {
     }
     return parsed
   }
+
+  /** A usage error: one line naming the mistake, then where the usage is (never the whole help, which would push the error out of view). */
+  override error (message: string, errorOptions?: ErrorOptions): never {
+    const path: string[] = []
+    for (let cmd: Command | null = this; cmd !== null; cmd = cmd.parent) path.unshift(cmd.name())
+    this.showHelpAfterError(`Run '${path.join(' ')} --help' for usage.`)
+    return super.error(message, errorOptions)
+  }
 }
+
+/** Commander's "error: …\n(Did you mean --name?)" as one line: "petstore: error: … (did you mean --name?)". */
+const oneLineError = (s: string) => `petstore: ${s.trimEnd().replace(/\n\(Did you mean ([^)]*)\)/, ' (did you mean $1)').replace(/\n/g, ' ')}\n`
 
 /** The `petstore` program: every command registered, nothing parsed (docs/reference/cli.md is written from it). */
 export function buildProgram (): Command {
   const program = new PetstoreCommand('petstore')
-    .description('Petstore v1 service and its administration. Every command honours DATABASE_URL and says on stderr which store it uses.')
+    .description('Petstore v1 service and its administration. Every command honours DATABASE_URL and names its store: on stderr (petstore: store: …), serve in its log.')
     .version(version, '-V, --version', 'print the version')
-    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
-    .showHelpAfterError()
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s), outputError: (s, write) => write(oneLineError(s)) })
+    .addHelpText('after', '\nOptions of a command: petstore COMMAND --help (all: docs/reference/cli.md)')
     .exitOverride()
   registerServeCommand(program)
   registerMigrateCommand(program)

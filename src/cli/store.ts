@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import type { Command } from 'commander'
-import { PROJECT_ROOT, type Config } from '../config.js'
+import { PROJECT_ROOT, type Config, type DatabaseLocation } from '../config.js'
 import { describeFailure } from '../describe-failure.js'
 import { openStore, type Store } from '../store/index.js'
 import { describeLocation } from '../store/location.js'
@@ -15,13 +15,22 @@ export function withCreateOption (cmd: Command): Command {
 }
 
 /**
+ * The line on stderr that names the store a command uses, written whether or not stdout or stderr is
+ * a terminal (a cron log shows which database a nightly backup read). `role` names a second store
+ * (copy's target).
+ */
+export function sayStore (db: DatabaseLocation, role = 'store'): void {
+  process.stderr.write(`petstore: ${role}: ${describeLocation(db)}\n`)
+}
+
+/**
  * Says on stderr which store a command uses, and refuses to make a fresh SQLite file unless asked:
  * a command run from an unexpected directory, or with a mistyped DATABASE_URL, must not silently
  * work on a new empty database that no server reads.
  */
 export function announceStore (config: Readonly<Config>, opts: StoreOptions & { mayCreate?: boolean } = {}): void {
   const db = config.database
-  process.stderr.write(`petstore: store: ${describeLocation(db)}\n`)
+  sayStore(db)
   if (db.kind !== 'sqlite' || db.path === ':memory:' || opts.mayCreate === true || opts.create === true) return
   if (!existsSync(db.path)) {
     const why = config.databaseIsDefault

@@ -1,11 +1,11 @@
 import type { Counts } from '../services/transfer/format.js'
 
-/** The `--json` summary on stdout (for scripts), with the process's peak RSS; otherwise a line on stderr when it is a terminal. */
+/** The `--json` summary on stdout (for scripts), with the process's peak RSS; otherwise a line on stderr (a terminal or a log). */
 export function report (json: boolean, summary: Record<string, unknown>, human: string): void {
   if (json) {
     const peakRssBytes = process.resourceUsage().maxRSS * 1024
     process.stdout.write(JSON.stringify({ ...summary, peakRssBytes }) + '\n')
-  } else if (process.stderr.isTTY === true) {
+  } else {
     process.stderr.write(human + '\n')
   }
 }

@@ -83,7 +83,7 @@ describe('the petstore CLI cannot surprise (black box)', () => {
     for (const name of ['   ', '', '\t']) {
       const r = await runCli(['keys', 'create', '--name', name, '--create'], env)
       assert.equal(r.code, 2, `${JSON.stringify(name)}: ${r.stderr}`)
-      assert.match(r.stderr, /NAME must be 1 to 100 characters[\s\S]*Usage: petstore keys create/)
+      assert.match(r.stderr, /^petstore: error: .*NAME must be 1 to 100 characters, not only spaces\nRun 'petstore keys create --help' for usage\.\n$/)
       assert.equal(r.stdout, '')
     }
     assert.equal(existsSync(path), false, 'a usage error touched no store')
@@ -110,16 +110,15 @@ describe('the petstore CLI cannot surprise (black box)', () => {
     const tty = await runInTerminal([join(ROOT, 'dist', 'cli', 'index.js'), 'keys', 'list'], { ...env, NO_COLOR: '1' }, { stderrFile: errFile })
     assert.equal(tty.code, 0, tty.output)
     const lines = tty.output.split('\r\n').filter(l => l !== '')
-    // A box table: every line the same width, the header row first, a row per key.
-    assert.equal(new Set(lines.map(l => l.length)).size, 1, tty.output)
-    assert.match(lines[1]!, /^│ id │ name +│ created +│ last used │ revoke at │ scopes +│ expires │ state +│$/)
-    assert.match(lines[3]!, /^│ 1 +│ a +│ \d{4}-\d\d-\d\dT[\d:.]+Z │ - +│ - +│ pets:read,pets:write │ - +│ active │$/)
-    assert.match(lines[4]!, /^│ 2 +│ a much longer name │ /)
+    // Aligned columns two spaces apart: the header row first, a row per key.
+    assert.match(lines[0]!, /^id {2}name {16}state {3}works until {2}last used {2}scopes$/)
+    assert.match(lines[1]!, /^1 {3}a {19}active {2}- {12}- {10}all$/)
+    assert.match(lines[2]!, /^2 {3}a much longer name {2}active {2}- /)
     assert.equal(tty.output.includes('\u001b['), false, 'no colour under NO_COLOR')
     assert.equal(readFileSync(errFile, 'utf8'), `petstore: store: SQLite ${join(dir, 'petstore.db')}\n`)
 
     const coloured = await runInTerminal([join(ROOT, 'dist', 'cli', 'index.js'), 'keys', 'list'], env, { stderrFile: errFile })
-    assert.ok(coloured.output.includes('\u001b[1m id \u001b[22m'), 'a bold header on a terminal')
+    assert.ok(coloured.output.includes('\u001b[1mid\u001b[22m'), 'a bold header on a terminal')
 
     const piped = await runCli(['keys', 'list'], env)
     assert.deepEqual(piped.stdout.trimEnd().split('\n').map(l => l.split('\t').slice(0, 2)), [['1', 'a'], ['2', 'a much longer name']])

@@ -69,7 +69,7 @@ describe('the petstore CLI (black box)', () => {
     assert.equal(unknown.stdout, '')
     const malformed = await runCli(['keys', 'revoke', 'abc'], env)
     assert.equal(malformed.code, 2)
-    assert.match(malformed.stderr, /Usage: petstore keys revoke/)
+    assert.match(malformed.stderr, /^petstore: error: .*ID must be a positive integer.*\nRun 'petstore keys revoke --help' for usage\.\n$/)
   })
 
   it('migrate applies the schema once and reports it is up to date after', async (t) => {
@@ -99,25 +99,68 @@ describe('the petstore CLI (black box)', () => {
     }
   })
 
-  it('answers a usage error with the usage on stderr and exit 2', async (t) => {
+  it('answers a usage error with one line and where the usage is, on stderr, exit 2; a missing command with the help', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` }
-    const cases: Array<[string[], RegExp]> = [
-      [['frobnicate'], /error: unknown command 'frobnicate'[\s\S]*Usage: petstore /],
-      [['keys', 'frob'], /error: unknown command 'frob'[\s\S]*Usage: petstore keys /],
-      [[], /Usage: petstore /],
-      [['keys'], /Usage: petstore keys /],
-      [['keys', 'create'], /required option '--name <name>' not specified[\s\S]*Usage: petstore keys create/],
-      [['migrate', '--bogus'], /unknown option '--bogus'/],
+    const hint = (command: string) => `\nRun '${command} --help' for usage.\n`
+    const cases: Array<[string[], string]> = [
+      [['frobnicate'], "petstore: error: unknown command 'frobnicate'" + hint('petstore')],
+      [['keys', 'frob'], "petstore: error: unknown command 'frob'" + hint('petstore keys')],
+      [['keys', 'create'], "petstore: error: required option '--name <name>' not specified" + hint('petstore keys create')],
+      [['migrate', '--bogus'], "petstore: error: unknown option '--bogus'" + hint('petstore migrate')],
       // A mistyped option is named before the required one it stood for is missed.
-      [['keys', 'create', '--nmae', 'bob'], /^error: unknown option '--nmae'\n\(Did you mean --name\?\)[\s\S]*Usage: petstore keys create/],
-      [['keys', 'list', '--jsn'], /^error: unknown option '--jsn'\n\(Did you mean --json\?\)/]
+      [['keys', 'create', '--nmae', 'x'], "petstore: error: unknown option '--nmae' (did you mean --name?)" + hint('petstore keys create')],
+      [['keys', 'list', '--jsn'], "petstore: error: unknown option '--jsn' (did you mean --json?)" + hint('petstore keys list')],
+      [['keys', 'list', '--active', '--expired'], 'petstore: error: --active and --expired exclude each other' + hint('petstore keys list')]
     ]
     for (const [args, stderr] of cases) {
       const r = await runCli(args, env)
+      assert.deepEqual([r.code, r.stderr, r.stdout], [2, stderr, ''], args.join(' '))
+      assert.ok(r.stderr.split('\n').length - 1 <= 3, `at most 3 lines: ${r.stderr}`)
+    }
+    // Without a command there is no mistake to name: the help, on stderr.
+    for (const args of [[], ['keys']]) {
+      const r = await runCli(args, env)
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
-      assert.match(r.stderr, stderr)
+      assert.match(r.stderr, new RegExp(`^Usage: ${['petstore', ...args].join(' ')} `))
       assert.equal(r.stdout, '')
     }
+  })
+
+  it('top-level help lists each command on one line, within 80 columns', async () => {
+    const r = await runCli(['--help'], {})
+    assert.equal(r.code, 0, r.stderr)
+    const lines = r.stdout.split('\n')
+    for (const line of lines) assert.ok(line.length <= 80, `${line.length} columns: ${line}`)
+    const commands = lines.slice(lines.indexOf('Commands:') + 1, lines.indexOf('', lines.indexOf('Commands:')))
+    // One line per command: each starts with its name, none is a wrapped continuation.
+    const names = commands.map(l => /^ {2}(\S+)/.exec(l)?.[1])
+    for (const [i, name] of names.entries()) assert.ok(name !== undefined, `a wrapped line in the command list: ${commands[i]}`)
+    for (const name of ['serve', 'migrate', 'keys', 'backup', 'export', 'import', 'copy', 'help']) assert.ok(names.includes(name), `${name} is listed`)
+    assert.ok(lines.length <= 30, `short: ${lines.length} lines`)
+  })
+
+  it('names its store on stderr with stdout and stderr piped or in a file: backup, export, import, copy', async (t) => {
+    const dir = tempDir(t)
+    const db = join(dir, 'petstore.db')
+    const env = { DATABASE_URL: `sqlite:${db}` }
+    assert.equal((await runCli(['keys', 'create', '--name', 'k', '--create'], env)).code, 0)
+    const store = `petstore: store: SQLite ${db}\n`
+    const backup = await runCli(['backup', join(dir, 'b.db')], env)
+    assert.deepEqual([backup.code, backup.stdout], [0, ''], backup.stderr)
+    assert.match(backup.stderr, new RegExp(`^${store}backed up 0 pets and 1 API keys to ${join(dir, 'b.db')} \\(\\d+ bytes, integrity_check ok\\)\n$`))
+    const exported = await runCli(['export', '--out', join(dir, 'e.ndjson')], env)
+    assert.deepEqual([exported.code, exported.stdout], [0, ''], exported.stderr)
+    assert.match(exported.stderr, new RegExp(`^${store}exported 0 pets, 1 API keys, `))
+    const json = await runCli(['backup', join(dir, 'b2.db'), '--json'], env)
+    assert.equal(json.stderr, store, 'with --json, the summary is on stdout only')
+    assert.equal((JSON.parse(json.stdout) as { command: string }).command, 'backup')
+    const other = join(dir, 'other.db')
+    const imported = await runCli(['import', join(dir, 'e.ndjson')], { DATABASE_URL: `sqlite:${other}` })
+    assert.equal(imported.code, 0, imported.stderr)
+    assert.match(imported.stderr, new RegExp(`^petstore: store: SQLite ${other}\nimported 0 pets, 1 API keys, `))
+    const copied = await runCli(['copy', '--to', `sqlite:${join(dir, 'copy.db')}`], env)
+    assert.equal(copied.code, 0, copied.stderr)
+    assert.match(copied.stderr, new RegExp(`^${store}petstore: target: SQLite ${join(dir, 'copy.db')}\ncopy verified: `))
   })
 
   it('exits 1 naming the variable when a setting is bad', async (t) => {

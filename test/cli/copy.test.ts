@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir, testDatabaseUrl, type StoreKind } from '../helpers/app.js'
 import { CLI_PATH, childEnv, ROOT, runCli } from '../helpers/process.js'
-import { exportLines, sampleRecords, tableCounts, writeLines } from '../helpers/transfer.js'
+import { afterStoreLines, exportLines, sampleRecords, tableCounts, writeLines } from '../helpers/transfer.js'
 
 for (const [from, to] of [['sqlite', 'postgres'], ['postgres', 'sqlite']] as Array<[StoreKind, StoreKind]>) {
   describe(`petstore copy ${from} → ${to}`, () => {
@@ -25,7 +25,7 @@ for (const [from, to] of [['sqlite', 'postgres'], ['postgres', 'sqlite']] as Arr
         'settings\t1\t1', 'apiKeys\t2\t2', 'pets\t1200\t1200', 'idempotencyKeys\t1\t1',
         `petsSha256\t${sha}\t${sha}`, ''
       ].join('\n'))
-      assert.equal(r.stderr, 'copy verified: 1200 pets, same counts and pets checksum on both stores\n')
+      assert.match(r.stderr, /^petstore: store: \S+ .*\npetstore: target: \S+ .*\ncopy verified: 1200 pets, same counts and pets checksum on both stores\n$/)
       assert.deepEqual(await tableCounts(target), { settings: 1, api_keys: 2, pets: 1200, idempotency_keys: 1 })
 
       // Exported again from the target, every line after the header is the file the source was seeded with.
@@ -36,7 +36,7 @@ for (const [from, to] of [['sqlite', 'postgres'], ['postgres', 'sqlite']] as Arr
       const again = await runCli(['copy', '--to', target, '--json'], source)
       assert.equal(again.code, 1)
       assert.equal(again.stdout, '')
-      assert.equal(again.stderr, 'petstore: the target store is not empty (1200 pets, 2 API keys, 1 Idempotency-Keys); copy only into an empty store\n')
+      assert.equal(afterStoreLines(again.stderr), 'petstore: the target store is not empty (1200 pets, 2 API keys, 1 Idempotency-Keys); copy only into an empty store\n')
     })
   })
 }
@@ -57,7 +57,7 @@ describe('petstore copy (usage)', () => {
   it('refuses copying a store onto itself, and a malformed --to (exit 2)', async (t) => {
     const url = await testDatabaseUrl(t, 'sqlite')
     const self = await runCli(['copy', '--to', url], { DATABASE_URL: url })
-    assert.deepEqual([self.code, self.stderr], [1, 'petstore: --to names the DATABASE_URL store itself\n'])
+    assert.deepEqual([self.code, afterStoreLines(self.stderr)], [1, 'petstore: --to names the DATABASE_URL store itself\n'])
     const bad = await runCli(['copy', '--to', 'mysql://x'], { DATABASE_URL: url })
     assert.equal(bad.code, 2)
     assert.match(bad.stderr, /--to: must start with sqlite: or postgres:\/\//)
@@ -93,7 +93,9 @@ describe('progress output', () => {
     const env = { DATABASE_URL: await testDatabaseUrl(t, 'sqlite', dir) }
     assert.equal((await runCli(['import', writeLines(join(dir, 'seed.ndjson'), exportLines(sampleRecords(3000)))], env)).code, 0)
     const piped = await runCli(['export', '--out', join(dir, 'piped.ndjson')], env)
-    assert.deepEqual([piped.code, piped.stdout, piped.stderr], [0, '', ''])
+    // Piped: no progress bar; the store line and the summary only.
+    assert.deepEqual([piped.code, piped.stdout], [0, ''])
+    assert.match(piped.stderr, /^petstore: store: SQLite .*\nexported 3000 pets, 2 API keys, 1 Idempotency-Keys, 1 settings from sqlite to .*\n$/)
 
     // util-linux `script` runs the command on a pseudo-terminal.
     const out = join(dir, 'tty.ndjson')

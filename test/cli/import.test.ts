@@ -5,7 +5,7 @@ import { describe, it } from 'node:test'
 import { recordLine } from '../../src/services/transfer/format.js'
 import { STORES, tempDir, testDatabaseUrl } from '../helpers/app.js'
 import { runCli } from '../helpers/process.js'
-import { exportLines, sampleRecords, tableCounts, withDb, writeLines } from '../helpers/transfer.js'
+import { afterStoreLines, exportLines, sampleRecords, tableCounts, withDb, writeLines } from '../helpers/transfer.js'
 
 /** More pets than one PostgreSQL insert batch (5,000), so a late failure must undo batches already written. */
 const PETS = 6000
@@ -49,7 +49,7 @@ for (const store of STORES) {
         writeFileSync(file, content)
         const r = await runCli(['import', file], env)
         assert.equal(r.code, 1, `${what}: ${r.stderr}`)
-        assert.match(r.stderr, stderr, what)
+        assert.match(afterStoreLines(r.stderr), stderr, what)
         assert.equal(r.stdout, '', what)
         assert.deepEqual(await tableCounts(env.DATABASE_URL), EMPTY, `${what}: the store is unchanged`)
       }
@@ -82,16 +82,16 @@ for (const store of STORES) {
       const second = writeLines(join(dir, 'second.ndjson'), exportLines(sampleRecords(10, { keyIds: [5, 6], firstPetId: 100n, cursorKey: '22'.repeat(32) })))
       const refused = await runCli(['import', second], env)
       assert.equal(refused.code, 1)
-      assert.equal(refused.stderr, 'petstore: the target store is not empty (10 pets, 2 API keys, 1 Idempotency-Keys); import into an empty store, or pass --into-nonempty to add to it\n')
+      assert.equal(afterStoreLines(refused.stderr), 'petstore: the target store is not empty (10 pets, 2 API keys, 1 Idempotency-Keys); import into an empty store, or pass --into-nonempty to add to it\n')
       assert.deepEqual(await tableCounts(env.DATABASE_URL), before)
 
       const colliding = await runCli(['import', '--into-nonempty', first], env)
       assert.equal(colliding.code, 1)
-      assert.equal(colliding.stderr, 'petstore: line 3: API key id 1 (or a key with the same hash) is already in the target store\n')
+      assert.equal(afterStoreLines(colliding.stderr), 'petstore: line 3: API key id 1 (or a key with the same hash) is already in the target store\n')
       const petCollision = writeLines(join(dir, 'pets.ndjson'), exportLines(sampleRecords(3, { keyIds: [7, 8], firstPetId: 10n })))
       const pets = await runCli(['import', '--into-nonempty', petCollision], env)
       assert.equal(pets.code, 1)
-      assert.equal(pets.stderr, 'petstore: line 5: pet id 10 is already in the target store\n')
+      assert.equal(afterStoreLines(pets.stderr), 'petstore: line 5: pet id 10 is already in the target store\n')
       assert.deepEqual(await tableCounts(env.DATABASE_URL), before)
 
       const added = await runCli(['import', '--into-nonempty', '--json', second], env)

@@ -25,6 +25,27 @@ async function silentServer (t: TestContext): Promise<string> {
 }
 
 describe('@petstore/client options', () => {
+  it('refuses a baseUrl it cannot work with (no /v1, not http or https) before sending anything, naming the expected form', () => {
+    let sent = 0
+    const fetch: typeof globalThis.fetch = async () => { sent++; return new Response('[]') }
+    const refused = ['http://127.0.0.1:8080', 'http://127.0.0.1:8080/', 'http://127.0.0.1:8080/v2', 'http://127.0.0.1:8080/v1/pets',
+      'http://127.0.0.1:8080/v1x', 'http://127.0.0.1:8080/v1?x=1', 'http://127.0.0.1:8080/v1#top', 'ftp://127.0.0.1/v1', 'file:///v1', '127.0.0.1:8080/v1', '/v1', '', undefined]
+    for (const baseUrl of refused) {
+      assert.throws(() => createClient({ baseUrl: baseUrl as unknown as string, apiKey: 'psk_x', fetch }), (e: unknown) =>
+        e instanceof TypeError && e.message === `baseUrl must be an http(s) URL ending in /v1, like http://127.0.0.1:8080/v1 (got ${String(baseUrl)})`, String(baseUrl))
+    }
+    assert.equal(sent, 0)
+  })
+
+  it('accepts an http(s) baseUrl ending in /v1, with or without a trailing slash, under a path prefix too', async (t) => {
+    for (const baseUrl of ['http://127.0.0.1:8080/v1', 'https://api.example.org/v1/', 'http://[::1]:9/api/v1', 'HTTPS://API.EXAMPLE.ORG/v1']) {
+      assert.doesNotThrow(() => createClient({ baseUrl, apiKey: 'psk_x' }), baseUrl)
+    }
+    const s = await startTestServer(t)
+    const pets = await createClient({ baseUrl: `${s.baseUrl}/`, apiKey: s.key, fetch: checkingFetch }).listPets()
+    assert.deepEqual(pets.pets, [])
+  })
+
   it('refuses a missing, empty or blank apiKey before sending anything', () => {
     let sent = 0
     const fetch: typeof globalThis.fetch = async () => { sent++; return new Response('[]') }

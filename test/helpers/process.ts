@@ -149,12 +149,16 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`
 
 /**
  * Runs `node ...args` on a pseudo-terminal (util-linux `script`), as a person at a terminal would:
- * stdin, stdout and stderr are the terminal, unless `stderrFile` sends stderr to a file. `output`
- * is what the terminal showed (stdout and stderr merged, \r\n line ends); `code` the child's exit code.
+ * stdin, stdout and stderr are the terminal, unless `stderrFile` sends stderr (`stdoutFile` stdout)
+ * to a file. `columns` sets the terminal's width (stty; otherwise it reports none). `output` is what
+ * the terminal showed (stdout and stderr merged, \r\n line ends); `code` the child's exit code.
  */
-export function runInTerminal (args: string[], env: Record<string, string>, opts: { cwd?: string, stderrFile?: string, timeoutMs?: number } = {}): Promise<{ code: number | null, output: string }> {
+export function runInTerminal (args: string[], env: Record<string, string>, opts: { cwd?: string, stderrFile?: string, stdoutFile?: string, columns?: number, timeoutMs?: number } = {}): Promise<{ code: number | null, output: string }> {
   assertBuilt()
-  const command = [process.execPath, ...args].map(shellQuote).join(' ') + (opts.stderrFile === undefined ? '' : ` 2>${shellQuote(opts.stderrFile)}`)
+  const command = (opts.columns === undefined ? '' : `stty cols ${opts.columns} rows 24 && exec `) +
+    [process.execPath, ...args].map(shellQuote).join(' ') +
+    (opts.stdoutFile === undefined ? '' : ` >${shellQuote(opts.stdoutFile)}`) +
+    (opts.stderrFile === undefined ? '' : ` 2>${shellQuote(opts.stderrFile)}`)
   return new Promise((resolve) => {
     execFile('script', ['--quiet', '--return', '--command', command, '/dev/null'],
       { cwd: opts.cwd ?? ROOT, env: childEnv({ TERM: 'xterm', ...env }), timeout: opts.timeoutMs ?? 30_000 }, (err, stdout) => {

@@ -3,6 +3,7 @@
  * service's back, to plant what the API cannot make, such as a pet at an int64 edge id), and export
  * files built record by record.
  */
+import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import pg from 'pg'
@@ -99,4 +100,11 @@ export function sampleRecords (pets: number, opts: { keyIds?: number[], firstPet
     ...Array.from({ length: pets }, (_, i) => ({ type: 'pet' as const, id: first + BigInt(i), name: `pet ${i}`, categoryId: BigInt(i % 7) - 3n, status: statuses[i % 3]! })),
     { type: 'idempotencyKey', apiKeyId: keyIds[0]!, key: 'idem-1', fingerprint: HASH(99), petId: first, createdAt: now }
   ]
+}
+
+/** stderr after the CLI's `petstore: store: …` line (and copy's `petstore: target: …`), which must be there. */
+export function afterStoreLines (stderr: string): string {
+  const m = /^petstore: store: [^\n]+\n(petstore: target: [^\n]+\n)?/.exec(stderr)
+  assert.ok(m !== null, `stderr starts with the store line: ${stderr}`)
+  return stderr.slice(m[0].length)
 }

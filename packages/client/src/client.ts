@@ -58,7 +58,7 @@ export class PetstoreClient {
     if (typeof options.apiKey !== 'string' || !/^\S+$/.test(options.apiKey)) {
       throw new TypeError('apiKey: required, an API key such as psk_… (make one with `npx petstore keys create --name NAME`)')
     }
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '')
+    this.baseUrl = checkBaseUrl(options.baseUrl)
     this.apiKey = options.apiKey
     this.fetch = options.fetch ?? globalThis.fetch
     this.onDeprecation = options.onDeprecation ?? defaultDeprecationWarning
@@ -218,7 +218,30 @@ function toError (operationId: string, res: Response, body: unknown, text: strin
   return new PetstoreError(errorBody, requestId, retryAfterMs)
 }
 
-/** A client for one base address and key. */
+/**
+ * The base address without its trailing slash, or a TypeError naming the form expected: an http or
+ * https URL whose path ends in `/v1` (every operation's path is relative to it, so an address without
+ * `/v1` would fail only later, as a 404 on every call).
+ */
+function checkBaseUrl (baseUrl: unknown): string {
+  let url: URL | undefined
+  try {
+    url = typeof baseUrl === 'string' ? new URL(baseUrl) : undefined
+  } catch {}
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || !/\/v1\/?$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
+    throw new TypeError(`baseUrl must be an http(s) URL ending in /v1, like http://127.0.0.1:8080/v1 (got ${typeof baseUrl === 'string' ? baseUrl : String(baseUrl)})`)
+  }
+  return (baseUrl as string).replace(/\/+$/, '')
+}
+
+/**
+ * A client for one base address and key.
+ *
+ * `baseUrl` is the service's address ending in `/v1`, over http or https (`http://127.0.0.1:8080/v1`,
+ * `https://api.example.org/v1`; a trailing slash is fine). Any other form (no `/v1`, another scheme,
+ * a query or fragment) throws a TypeError at once, naming the expected form, before any request.
+ * `apiKey` is required too (a TypeError when missing or blank).
+ */
 export function createClient (options: ClientOptions): PetstoreClient {
   return new PetstoreClient(options)
 }

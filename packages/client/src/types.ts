@@ -59,7 +59,7 @@ export interface RetryOptions {
 }
 
 export interface ClientOptions {
-  /** The base address, ending in /v1, e.g. http://127.0.0.1:8080/v1 */
+  /** The base address: an http(s) URL ending in /v1, e.g. http://127.0.0.1:8080/v1 (any other form throws at createClient). */
   baseUrl: string
   /** An API key (`npx petstore keys create --name NAME`). */
   apiKey: string

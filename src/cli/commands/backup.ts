@@ -8,6 +8,7 @@ import { exportStore, LineSink } from '../../services/transfer/run.js'
 import { backupSqlite } from '../../store/sqlite/backup.js'
 import { openTransferReader } from '../../store/transfer.js'
 import { loadCliConfig } from '../config.js'
+import { sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
 
@@ -20,6 +21,7 @@ async function verifyExportFile (path: string): Promise<string> {
 
 export function registerBackupCommand (program: Command): void {
   program.command('backup')
+    .summary('A verified copy of the live store at PATH')
     .description('A consistent, verified copy of the live DATABASE_URL store at PATH while servers keep serving. ' +
       'SQLite: a database file made with SQLite\'s online backup API and checked with integrity_check (restore: stop the servers, ' +
       'put it in place of the database file). PostgreSQL: an export file (as petstore export) from one snapshot, read back and ' +
@@ -33,6 +35,7 @@ export function registerBackupCommand (program: Command): void {
       if (existsSync(dest)) throw new Error(`${dest} already exists; a backup never overwrites a file`)
       const config = loadCliConfig()
       const db = config.database
+      sayStore(db)
       if (db.kind === 'sqlite' && db.path === ':memory:') throw new Error('DATABASE_URL is sqlite::memory:, which has nothing to back up')
       // A backup folder that does not exist yet (backups/ on a first run) is made, as mkdir -p would.
       mkdirSync(dirname(dest), { recursive: true })

@@ -5,6 +5,7 @@ import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../..
 import { openTransferReader, openTransferWriter, type TransferReader } from '../../store/transfer.js'
 import type { StoreConfig } from '../../store/index.js'
 import { loadCliConfig } from '../config.js'
+import { sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { secondsSince } from '../summary.js'
 
@@ -29,6 +30,7 @@ function table (source: StoreSummary, target: StoreSummary): string {
 
 export function registerCopyCommand (program: Command): void {
   program.command('copy')
+    .summary('Copy the store into another, empty one; verify')
     .description('Copy the whole DATABASE_URL store into another, empty store (e.g. SQLite into PostgreSQL) in one transaction, ' +
       'then verify: reads both stores again and compares the counts and a SHA-256 over every pet, printed side by side. ' +
       'Exit 0 only when they match. Stop the servers writing to the source first (docs/how-to/postgresql.md).')
@@ -43,6 +45,8 @@ export function registerCopyCommand (program: Command): void {
         throw err
       }
       const config = loadCliConfig()
+      sayStore(config.database)
+      sayStore(target, 'target')
       if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
       if (target.kind === 'sqlite' && target.path === ':memory:') throw new Error('--to sqlite::memory: would vanish when the copy ends')
       const started = performance.now()

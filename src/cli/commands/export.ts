@@ -4,11 +4,13 @@ import { AtomicFile } from '../../services/transfer/files.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
 import { openTransferReader } from '../../store/transfer.js'
 import { loadCliConfig } from '../config.js'
+import { sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
 
 export function registerExportCommand (program: Command): void {
   program.command('export')
+    .summary('Write the whole store as NDJSON')
     .description('Write the whole DATABASE_URL store as NDJSON (format version 2): a header with counts, settings, API keys ' +
       '(hashes only, never a secret), pets (exact int64 ids), live Idempotency-Keys, and an end line with the pets checksum. ' +
       'One consistent snapshot, streamed, while servers keep running. The file holds key hashes and the cursor key: keep it like the database.')
@@ -18,6 +20,7 @@ export function registerExportCommand (program: Command): void {
       if (opts.json === true && opts.out === undefined) cmd.error('error: --json needs --out (stdout carries the export)', { exitCode: 2, code: 'petstore.usage' })
       const started = performance.now()
       const config = loadCliConfig()
+      sayStore(config.database)
       const file = opts.out === undefined ? undefined : new AtomicFile(resolve(opts.out))
       const reader = await openTransferReader(config.database, config)
       try {

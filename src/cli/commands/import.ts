@@ -4,6 +4,7 @@ import { readLines } from '../../services/transfer/lines.js'
 import { importExport } from '../../services/transfer/run.js'
 import { openTransferWriter } from '../../store/transfer.js'
 import { loadCliConfig } from '../config.js'
+import { sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
 
@@ -17,6 +18,7 @@ async function openFile (path: string) {
 
 export function registerImportCommand (program: Command): void {
   program.command('import')
+    .summary('Load an export file into the store')
     .description('Load an export file (petstore export) into the DATABASE_URL store, SQLite or PostgreSQL, keeping every id; ' +
       'id sequences move past the highest id. One transaction: any bad line, truncation or collision exits 1 naming the line, ' +
       'and the store is left as it was. The store must be empty (no pets, API keys or Idempotency-Keys) unless --into-nonempty.')
@@ -28,6 +30,7 @@ export function registerImportCommand (program: Command): void {
       if (path === undefined && process.stdin.isTTY === true) cmd.error('error: give an export FILE, or pipe one into stdin', { exitCode: 2, code: 'petstore.usage' })
       const started = performance.now()
       const config = loadCliConfig()
+      sayStore(config.database)
       // The file is opened before the store is touched, so a wrong path fails first.
       const input = path === undefined ? process.stdin : (await openFile(path)).createReadStream()
       const writer = await openTransferWriter(config.database, config)

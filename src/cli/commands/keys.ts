@@ -9,6 +9,8 @@ import { withCreateOption, withStore, type StoreOptions } from '../store.js'
 import { parseDuration, parseWhen, resolveWhen, type When } from '../when.js'
 
 const iso = (d: Date | null) => d === null ? '-' : d.toISOString()
+/** To the minute, in UTC (the Z says so): 2026-11-28 05:20Z. */
+const minute = (d: Date | null) => d === null ? '-' : `${d.toISOString().slice(0, 10)} ${d.toISOString().slice(11, 16)}Z`
 
 function parseId (value: string): number {
   if (!/^[1-9][0-9]{0,15}$/.test(value)) throw new InvalidArgumentError('ID must be a positive integer (see petstore keys list)')
@@ -47,10 +49,28 @@ const COLUMNS = [
   { header: 'state', value: (r: Listed) => r.state }
 ]
 
+/** When a key stops working (or stopped): the earlier of its revocation and its expiry. */
+function worksUntil (r: ApiKeyRecord): Date | null {
+  const ends = [r.revokedAt, r.expiresAt].filter(d => d !== null)
+  return ends.length === 0 ? null : new Date(Math.min(...ends.map(d => d.getTime())))
+}
+
+// On a terminal without --wide: what fits 80 columns (the name is cut to the terminal's width).
+const NAME = 'name'
+const TERMINAL_COLUMNS = [
+  { header: 'id', value: (r: Listed) => String(r.record.id) },
+  { header: NAME, value: (r: Listed) => r.record.name },
+  { header: 'state', value: (r: Listed) => r.state },
+  { header: 'works until', value: (r: Listed) => minute(worksUntil(r.record)) },
+  { header: 'last used', value: (r: Listed) => minute(r.record.lastUsedAt) },
+  { header: 'scopes', value: (r: Listed) => r.record.scopes.length === ALL_SCOPES.length ? 'all' : r.record.scopes.join(',') }
+]
+
 export function registerKeysCommands (program: Command): void {
-  const keys = program.command('keys').description('Create, list and revoke API keys.')
+  const keys = program.command('keys').summary('Create, list and revoke API keys').description('Create, list and revoke API keys.')
 
   withCreateOption(keys.command('create'))
+    .summary('Create an API key, printed once on stdout')
     .description('Create an API key and print it alone on stdout. It is shown only this once; only its SHA-256 hash is stored. ' +
       'Without --scope the key holds every scope; without --expires it never expires.')
     .requiredOption('--name <name>', 'a label for the key, e.g. the team or client that uses it (1 to 100 characters)', parseName)
@@ -69,13 +89,17 @@ export function registerKeysCommands (program: Command): void {
     })
 
   withCreateOption(keys.command('list'))
+    .summary('List API keys (never a secret)')
     .description('List keys: id, name, created, last used, revoke at, scopes, expires, state (active, expired, revoked). ' +
-      'A table on a terminal, tab-separated lines when piped, --json for JSON. Never shows secrets or hashes. ' +
+      'On a terminal, a table that fits its width (80 columns): id, name (cut to fit), state, works until (the earlier of revoke at and expires), ' +
+      'last used (to the minute, UTC) and scopes ("all" for every scope); --wide shows every column in full. ' +
+      'Piped, tab-separated lines of every column; --json for JSON. Never shows secrets or hashes. ' +
       'A revoke-at time in the future is a scheduled revocation: the key works until then.')
     .option('--json', 'print a JSON array')
+    .option('--wide', 'on a terminal, every column in full (wider than 80 columns)')
     .option('--active', 'only keys that work now (neither expired nor revoked)')
     .option('--expired', 'only keys whose expiry has passed')
-    .action(async (opts: StoreOptions & { json?: boolean, active?: boolean, expired?: boolean }, cmd: Command) => {
+    .action(async (opts: StoreOptions & { json?: boolean, wide?: boolean, active?: boolean, expired?: boolean }, cmd: Command) => {
       if (opts.active === true && opts.expired === true) cmd.error('error: --active and --expired exclude each other', { exitCode: EXIT.usage, code: 'petstore.usage' })
       const { records, color } = await withStore(opts, async (store, config) => ({ records: await store.listApiKeys(), color: config.color }))
       const now = Date.now()
@@ -92,10 +116,11 @@ export function registerKeysCommands (program: Command): void {
       }
       if (records.length === 0) process.stderr.write('no API keys yet; make one with: petstore keys create --name NAME\n')
       else if (listed.length === 0) process.stderr.write(`no ${opts.active === true ? 'active' : 'expired'} API keys (of ${records.length})\n`)
-      else printRows(listed, COLUMNS, { color })
+      else printRows(listed, COLUMNS, opts.wide === true ? { color } : { color, terminal: TERMINAL_COLUMNS, shrink: NAME })
     })
 
   withCreateOption(keys.command('revoke'))
+    .summary('Revoke a key, now or --after a delay')
     .description('Revoke a key by id, now or --after a delay (the key works until then: rotate by creating its successor, deploying it, ' +
       'and revoking the old key --after the deployment window). Running servers refuse it within 1 second of that time. ' +
       'A revocation only moves earlier. Exit 3 when the key was already revoked, or is already to be revoked no later.')

@@ -7,6 +7,7 @@ import { announceStore } from '../store.js'
 
 export function registerMigrateCommand (program: Command): void {
   program.command('migrate')
+    .summary('Apply pending schema migrations')
     .description('Apply pending schema migrations to the DATABASE_URL store, creating a SQLite database that does not exist yet (start applies them too).')
     .action(async () => {
       const config = loadCliConfig()
