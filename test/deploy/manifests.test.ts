@@ -8,7 +8,8 @@
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
@@ -173,10 +174,20 @@ describe('deployment files agree with the code', () => {
 
   it('systemd: the unit verifies clean, runs the built server with settings the config accepts and stops within TimeoutStopSec', async () => {
     const unit = join(ROOT, 'deploy/systemd/petstore.service')
-    const { stdout, stderr } = await exec('systemd-analyze', ['verify', unit])
-    assert.equal(stdout + stderr, '', 'systemd-analyze verify prints nothing')
     const lines = readFileSync(unit, 'utf8').split('\n')
     const values = (key: string): string[] => lines.filter(l => l.startsWith(`${key}=`)).map(l => l.slice(key.length + 1))
+    // verify checks that ExecStart's program exists: the unit as installed with the checkout in its
+    // place (WorkingDirectory → this checkout, after `npm ci`).
+    const installed = join(mkdtempSync(join(tmpdir(), 'petstore-unit-')), 'petstore.service')
+    writeFileSync(installed, readFileSync(unit, 'utf8').replaceAll(values('WorkingDirectory')[0]!, ROOT.replace(/\/$/, '')))
+    try {
+      const { stdout, stderr } = await exec('systemd-analyze', ['verify', installed])
+      assert.equal(stdout + stderr, '', 'systemd-analyze verify prints nothing')
+    } finally {
+      rmSync(dirname(installed), { recursive: true, force: true })
+    }
+    // The Node `npm ci` put in place, whatever the system's is (docs/reference/node-runtime.md).
+    assert.match(values('ExecStart')[0]!, new RegExp(`^${values('WorkingDirectory')[0]}/node_modules/\\.bin/node `))
     const env = Object.fromEntries(values('Environment').map(v => [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)]))
     const config = loadConfig(env, '/opt/petstore')
     assert.deepEqual(config.database, { kind: 'sqlite', path: '/var/lib/petstore/petstore.db' })
