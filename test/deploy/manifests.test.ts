@@ -275,6 +275,11 @@ describe('deployment files agree with the code', () => {
     assert.ok(Number(inter) * Number(fall) * 1000 <= config.shutdownDelayMs, 'the balancer takes a draining instance out before it stops accepting')
     const pgbouncer = read('deploy/compose/pgbouncer/pgbouncer.ini')
     assert.match(pgbouncer, /^pool_mode = transaction$/m)
+    // The admin console and its read-only user, as docs/how-to/pgbouncer.md reaches them.
+    assert.match(pgbouncer, /^admin_users = pgbouncer$/m)
+    assert.match(pgbouncer, /^stats_users = pgbouncer_stats$/m)
+    const start = read('deploy/compose/pgbouncer/start.sh')
+    for (const user of ['pgbouncer', 'pgbouncer_stats']) assert.match(start, new RegExp(`'"${user}" "%s"\\\\n'`), `start.sh writes ${user}'s password`)
     assert.ok(Number(/^max_client_conn = (\d+)$/m.exec(pgbouncer)![1]) >= 2 * config.pgPoolMax)
   })
 
