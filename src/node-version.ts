@@ -13,11 +13,11 @@
  * it be killed outright (SIGKILL), the child sees the pipe on its fd 3 close and stops as on
  * SIGTERM. With no such runtime, it refuses in one line.
  */
-import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { Socket } from 'node:net'
-import { constants } from 'node:os'
-import { fileURLToPath } from 'node:url'
+// Only node:module up front (compile-cache.js loads it next anyway): a supported Node loads nothing
+// else here, and the builtins a relaunch needs are required in its branch.
+import module from 'node:module'
+
+const require = module.createRequire(import.meta.url)
 
 /** Set in the re-run child's environment: the Node version of the launcher. */
 const RELAUNCHED = 'PETSTORE_RELAUNCHED_FROM'
@@ -30,6 +30,7 @@ function supported (version: string): boolean {
 
 /** The runtimes an install puts next to the package (this file is in dist/ or src/, one below it). */
 function pinnedRuntimes (): string[] {
+  const { fileURLToPath } = require('node:url') as typeof import('node:url')
   const modules = fileURLToPath(new URL('../node_modules/', import.meta.url))
   return [`${modules}.petstore-node/node_modules/node/bin/node`, `${modules}node/bin/node`]
 }
@@ -44,6 +45,8 @@ function refuse (): never {
 
 /** Runs this entry again on `runtime`; ends this process as the child ends. */
 function relaunch (runtime: string): void {
+  const { spawn } = require('node:child_process') as typeof import('node:child_process')
+  const { constants } = require('node:os') as typeof import('node:os')
   const child = spawn(runtime, [...process.execArgv, ...process.argv.slice(1)], {
     stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
     env: { ...process.env, [RELAUNCHED]: process.versions.node }
@@ -65,6 +68,7 @@ function relaunch (runtime: string): void {
 }
 
 if (!supported(process.versions.node)) {
+  const { existsSync } = require('node:fs') as typeof import('node:fs')
   const runtime = process.env[RELAUNCHED] === undefined ? pinnedRuntimes().find(p => existsSync(p)) : undefined
   if (runtime === undefined) refuse()
   relaunch(runtime)
@@ -83,6 +87,7 @@ if (!supported(process.versions.node)) {
   // fd 3 is the launcher's pipe: it closes when the launcher ends. Then stop as a supervisor's SIGTERM
   // would have it. Unreferenced, so it never keeps this process alive.
   try {
+    const { Socket } = require('node:net') as typeof import('node:net')
     const launcher = new Socket({ fd: 3, readable: true, writable: false })
     launcher.on('error', () => {}).once('close', () => process.kill(process.pid, 'SIGTERM')).resume().unref()
   } catch {}
