@@ -14,7 +14,7 @@
 // A server or CLI process of ours that ends by a signal the test did not send (a crash) fails the
 // run, even if the test's own assertions passed (test/helpers/exit-watch.ts).
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findPgBin, startCluster } from './pg-cluster.mjs'
@@ -55,7 +55,19 @@ const COMPONENTS = {
   'podman-compose': { present: () => onPath('podman-compose'), get: 'apt-get install podman-compose' },
   'systemd-analyze': { present: () => onPath('systemd-analyze'), get: 'apt-get install systemd (`systemd-analyze verify` checks the unit in deploy/systemd)' },
   'docker-compose': { present: () => onPath('docker-compose'), get: 'apt-get install docker-compose (`docker-compose config` checks the compose files; no engine needed)' },
-  promtool: { present: () => onPath('promtool'), get: 'apt-get install prometheus (Debian\'s; its promtool checks and unit-tests deploy/prometheus)' }
+  promtool: { present: () => onPath('promtool'), get: 'apt-get install prometheus (Debian\'s; its promtool checks and unit-tests deploy/prometheus)' },
+  'old-node': {
+    present: oldNodeWithRuntime,
+    get: 'a Node older than 22.14 (PETSTORE_TEST_OLD_NODE=/path/to/node, else /usr/bin/node; e.g. `npm install --prefix DIR node@20`) and the runtime `npm ci` installs next to the project when its Node is that old (node_modules/.petstore-node; or `PETSTORE_NODE_VERSION=X.Y.Z npm ci`)'
+  }
+}
+
+/** A Node older than 22.14 (test/blackbox/old-node.test.ts runs the entries on it), and a newer one installed next to the project. */
+function oldNodeWithRuntime () {
+  const r = spawnSync(process.env.PETSTORE_TEST_OLD_NODE ?? '/usr/bin/node', ['-p', 'process.versions.node'], { encoding: 'utf8' })
+  const [major, minor] = (r.stdout ?? '').trim().split('.').map(Number)
+  const old = r.status === 0 && (major < 22 || (major === 22 && minor < 14))
+  return old && existsSync('node_modules/.petstore-node/node_modules/node/bin/node')
 }
 
 function requirements (file) {

@@ -4,11 +4,14 @@
  * systemd unit run the image's or the checkout's server with settings the config accepts, probe
  * paths the server answers, a port it listens on, a grace period that covers SHUTDOWN_DELAY_MS +
  * SHUTDOWN_TIMEOUT_MS as that environment sets them, a user that is not root, and the database URL
- * from a Secret, never written in a file. The unit passes `systemd-analyze verify`.
+ * from a Secret, never written in a file. The unit passes `systemd-analyze verify`. Every Kubernetes
+ * manifest passes the Kubernetes API's JSON schemas (kubernetes-models, offline), a manifest with a
+ * wrong field fails them, and kustomization.yaml applies every manifest but the CRD-dependent one.
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
@@ -73,6 +76,31 @@ type K8sObject = { kind: string, metadata: { name: string }, spec: any }
 
 function k8s (file: string): K8sObject[] {
   return parseAllDocuments(read(`deploy/kubernetes/${file}`)).map(d => d.toJS() as K8sObject)
+}
+
+/** The manifests of deploy/kubernetes (kustomization.yaml is kustomize's, not an API object). */
+const MANIFESTS = readdirSync(join(ROOT, 'deploy/kubernetes')).filter(f => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort()
+/** Needs a CustomResourceDefinition a plain cluster lacks: applied on its own. */
+const NEEDS_CRD = new Set(['servicemonitor.yaml'])
+
+/**
+ * Checks `doc` against the JSON schema of its apiVersion and kind (kubernetes-models: the
+ * Kubernetes API's OpenAPI schemas compiled to validators; the Prometheus Operator's CRDs from
+ * @kubernetes-models/prometheus-operator). Throws naming the first violation, or an unknown kind.
+ */
+async function validateManifest (doc: { apiVersion?: unknown, kind?: unknown, [field: string]: unknown }): Promise<void> {
+  const { apiVersion, kind } = doc
+  if (typeof apiVersion !== 'string' || typeof kind !== 'string') throw new Error('apiVersion and kind must be strings')
+  const pkgName = apiVersion.startsWith('monitoring.coreos.com/') ? '@kubernetes-models/prometheus-operator' : 'kubernetes-models'
+  let models: Record<string, new (data: unknown) => { validate: () => void }>
+  try {
+    models = await import(`${pkgName}/${apiVersion}`)
+  } catch {
+    throw new Error(`no schema for apiVersion ${apiVersion}`)
+  }
+  const Model = models[kind]
+  if (Model === undefined) throw new Error(`no schema for ${apiVersion} ${kind}`)
+  new Model(doc).validate()
 }
 
 /** The settings a container runs with: the image's, then the manifest's, the database URL standing in for the Secret's. */
@@ -145,6 +173,85 @@ describe('deployment files agree with the code', () => {
     assertLockedDown(spec, c)
   })
 
+  it('Kubernetes: every manifest passes the Kubernetes JSON schemas', async () => {
+    assert.ok(MANIFESTS.length >= 4, MANIFESTS.join(' '))
+    for (const file of MANIFESTS) {
+      for (const [i, doc] of k8s(file).entries()) {
+        await assert.doesNotReject(validateManifest(doc), `${file}, document ${i + 1} (${doc.kind})`)
+      }
+    }
+  })
+
+  it('Kubernetes: the schema check rejects a manifest with a wrong field type, a missing required field or an unknown kind', async () => {
+    const [deployment] = k8s('deployment.yaml') as [K8sObject]
+    await assert.rejects(validateManifest({ ...deployment, spec: { ...deployment.spec, replicas: '2' } }), /spec\/replicas must be integer/)
+    const containers = deployment.spec.template.spec.containers.map(({ name: _, ...c }: { name: string }) => c)
+    await assert.rejects(validateManifest({ ...deployment, spec: { ...deployment.spec, template: { ...deployment.spec.template, spec: { ...deployment.spec.template.spec, containers } } } }),
+      /containers\/0 must have required property name/)
+    const [policy] = k8s('networkpolicy.yaml') as [K8sObject]
+    await assert.rejects(validateManifest({ ...policy, spec: { ...policy.spec, policyTypes: 'Ingress' } }), /spec\/policyTypes must be array/)
+    const [monitor] = k8s('servicemonitor.yaml') as [K8sObject]
+    await assert.rejects(validateManifest({ ...monitor, spec: { ...monitor.spec, endpoints: [{ port: 9464 }] } }), /endpoints\/0\/port must be string/)
+    await assert.rejects(validateManifest({ ...deployment, kind: 'Deploymnet' }), /no schema for apps\/v1 Deploymnet/)
+  })
+
+  it('Kubernetes: replicas spread over nodes; the Service carries the metrics port with scrape annotations, and a ServiceMonitor scrapes it', () => {
+    const [deployment, service] = k8s('deployment.yaml') as [K8sObject, K8sObject]
+    const labels = deployment.spec.selector.matchLabels
+    const spread = deployment.spec.template.spec.topologySpreadConstraints as Array<{ topologyKey: string, maxSkew: number, whenUnsatisfiable: string, labelSelector: { matchLabels: unknown } }>
+    const byNode = spread.find(c => c.topologyKey === 'kubernetes.io/hostname')
+    assert.ok(byNode !== undefined, 'spread over nodes')
+    assert.deepEqual([byNode.maxSkew, byNode.whenUnsatisfiable, byNode.labelSelector.matchLabels], [1, 'DoNotSchedule', labels])
+    assert.ok(spread.some(c => c.topologyKey === 'topology.kubernetes.io/zone'), 'spread over zones')
+    const [c] = deployment.spec.template.spec.containers as [K8sContainer]
+    const config = containerConfig(c)
+    const metrics = (service.spec.ports as Array<{ name: string, port: number, targetPort: string }>).find(p => p.name === 'metrics')
+    assert.deepEqual(metrics, { name: 'metrics', port: config.metrics!.port, targetPort: 'metrics' })
+    for (const annotations of [service.metadata, deployment.spec.template.metadata].map(m => (m as { annotations: Record<string, string> }).annotations)) {
+      assert.deepEqual(annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(config.metrics!.port), 'prometheus.io/path': '/metrics' })
+    }
+    const [monitor] = k8s('servicemonitor.yaml') as [K8sObject]
+    assert.equal(monitor.kind, 'ServiceMonitor')
+    assert.deepEqual(monitor.spec.selector.matchLabels, (service.metadata as unknown as { labels: unknown }).labels)
+    assert.deepEqual(monitor.spec.endpoints.map((e: { port: string, path: string }) => [e.port, e.path]), [['metrics', '/metrics']])
+  })
+
+  it('Kubernetes: the NetworkPolicy lets in the ingress controller (API port) and Prometheus (metrics port) only, and out the database, pooler, Redis and DNS only', () => {
+    const [deployment] = k8s('deployment.yaml') as [K8sObject]
+    const [server, migrate] = k8s('networkpolicy.yaml') as [K8sObject, K8sObject]
+    interface Peer { namespaceSelector?: { matchLabels: Record<string, string> }, podSelector?: { matchLabels: Record<string, string> } }
+    interface Rule { from?: Peer[], to?: Peer[], ports: Array<{ port: number | string, protocol: string }> }
+    const who = (peers: Peer[] = []): string[] => peers.map(p => Object.values({ ...p.podSelector?.matchLabels }).join(','))
+    assert.deepEqual(server.spec.podSelector.matchLabels, deployment.spec.selector.matchLabels)
+    assert.deepEqual(server.spec.policyTypes, ['Ingress', 'Egress'])
+    const ingress = server.spec.ingress as Rule[]
+    assert.deepEqual(ingress.map(r => [who(r.from), r.ports.map(p => p.port)]), [[['ingress-nginx'], ['http']], [['prometheus'], ['metrics']]])
+    // Every peer is named (an empty from/to would let anyone in or out).
+    for (const r of ingress) for (const p of r.from!) assert.ok(p.namespaceSelector !== undefined && p.podSelector !== undefined)
+    const egress = server.spec.egress as Rule[]
+    assert.deepEqual(egress.map(r => [who(r.to), r.ports.map(p => `${p.port}/${p.protocol}`)]),
+      [[['pgbouncer'], ['6432/TCP']], [['postgresql'], ['5432/TCP']], [['redis'], ['6379/TCP']], [['kube-dns'], ['53/UDP', '53/TCP']]])
+    // The pooler port is the one the documented DATABASE_URL names.
+    assert.match(read('docs/how-to/deploy.md'), /@pgbouncer:6432\//)
+    const [job] = k8s('migrate-job.yaml') as [K8sObject]
+    assert.deepEqual(migrate.spec.podSelector.matchLabels, { 'app.kubernetes.io/component': job.spec.template.metadata.labels['app.kubernetes.io/component'] })
+    assert.deepEqual(migrate.spec.policyTypes, ['Ingress', 'Egress'])
+    assert.equal(migrate.spec.ingress, undefined, 'nothing in')
+    assert.deepEqual((migrate.spec.egress as Rule[]).map(r => who(r.to)), [['pgbouncer'], ['postgresql'], ['kube-dns']])
+  })
+
+  it('Kubernetes: kustomization.yaml lists every manifest but the CRD-dependent ones, sets the namespace, and the image every manifest names', () => {
+    const kustomization = parse(read('deploy/kubernetes/kustomization.yaml')) as { kind: string, namespace: string, resources: string[], images: Array<{ name: string, newName: string, newTag: string }> }
+    assert.equal(kustomization.kind, 'Kustomization')
+    assert.deepEqual([...kustomization.resources].sort(), MANIFESTS.filter(f => !NEEDS_CRD.has(f)))
+    assert.match(kustomization.namespace, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+    // No manifest sets a namespace of its own, which the kustomization's would silently replace.
+    for (const file of MANIFESTS) for (const doc of k8s(file)) assert.equal((doc.metadata as { namespace?: string }).namespace, undefined, file)
+    const images = new Set(MANIFESTS.flatMap(f => k8s(f)).flatMap(doc => (doc.spec?.template?.spec?.containers ?? []) as K8sContainer[]).map(c => c.image))
+    assert.deepEqual([...images], [`petstore:${pkg.version}`])
+    assert.deepEqual(kustomization.images.map(i => [i.name, i.newTag]), [['petstore', pkg.version]])
+  })
+
   it('compose: the instances listen where they are published and checked, and stop within stop_grace_period', () => {
     const img = image()
     assert.deepEqual(img.cmd, ['node', `/app/${SERVER_ENTRY}`], 'the image runs what npm start runs')
@@ -168,15 +275,30 @@ describe('deployment files agree with the code', () => {
     assert.ok(Number(inter) * Number(fall) * 1000 <= config.shutdownDelayMs, 'the balancer takes a draining instance out before it stops accepting')
     const pgbouncer = read('deploy/compose/pgbouncer/pgbouncer.ini')
     assert.match(pgbouncer, /^pool_mode = transaction$/m)
+    // The admin console and its read-only user, as docs/how-to/pgbouncer.md reaches them.
+    assert.match(pgbouncer, /^admin_users = pgbouncer$/m)
+    assert.match(pgbouncer, /^stats_users = pgbouncer_stats$/m)
+    const start = read('deploy/compose/pgbouncer/start.sh')
+    for (const user of ['pgbouncer', 'pgbouncer_stats']) assert.match(start, new RegExp(`'"${user}" "%s"\\\\n'`), `start.sh writes ${user}'s password`)
     assert.ok(Number(/^max_client_conn = (\d+)$/m.exec(pgbouncer)![1]) >= 2 * config.pgPoolMax)
   })
 
   it('systemd: the unit verifies clean, runs the built server with settings the config accepts and stops within TimeoutStopSec', async () => {
     const unit = join(ROOT, 'deploy/systemd/petstore.service')
-    const { stdout, stderr } = await exec('systemd-analyze', ['verify', unit])
-    assert.equal(stdout + stderr, '', 'systemd-analyze verify prints nothing')
     const lines = readFileSync(unit, 'utf8').split('\n')
     const values = (key: string): string[] => lines.filter(l => l.startsWith(`${key}=`)).map(l => l.slice(key.length + 1))
+    // verify checks that ExecStart's program exists: the unit as installed with the checkout in its
+    // place (WorkingDirectory → this checkout, after `npm ci`).
+    const installed = join(mkdtempSync(join(tmpdir(), 'petstore-unit-')), 'petstore.service')
+    writeFileSync(installed, readFileSync(unit, 'utf8').replaceAll(values('WorkingDirectory')[0]!, ROOT.replace(/\/$/, '')))
+    try {
+      const { stdout, stderr } = await exec('systemd-analyze', ['verify', installed])
+      assert.equal(stdout + stderr, '', 'systemd-analyze verify prints nothing')
+    } finally {
+      rmSync(dirname(installed), { recursive: true, force: true })
+    }
+    // The Node `npm ci` put in place, whatever the system's is (docs/reference/node-runtime.md).
+    assert.match(values('ExecStart')[0]!, new RegExp(`^${values('WorkingDirectory')[0]}/node_modules/\\.bin/node `))
     const env = Object.fromEntries(values('Environment').map(v => [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)]))
     const config = loadConfig(env, '/opt/petstore')
     assert.deepEqual(config.database, { kind: 'sqlite', path: '/var/lib/petstore/petstore.db' })

@@ -1,11 +1,13 @@
 // requires: postgresql, pgbouncer
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import pg from 'pg'
-import { startPgBouncer } from '../../scripts/pgbouncer.mjs'
+import { startCluster } from '../../scripts/pg-cluster.mjs'
+import { asPostgresUser, postgresOwner } from '../../scripts/lib/local.mjs'
+import { findPgBouncer } from '../../scripts/pgbouncer.mjs'
 import { createTestDatabase, tempDir, testClusterUrl } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 import { killAtExit } from '../helpers/exit-watch.js'
@@ -182,28 +184,84 @@ curl -sS --fail-with-body http://127.0.0.1:${port}/v1/pets -H "Authorization: Be
     assert.equal(owner.rows[0]?.owner, 'petstore')
   })
 
-  it('docs/how-to/pgbouncer.md: PgBouncer runs with its pgbouncer.ini settings, and the service through it', { timeout: 120_000 }, async (t) => {
-    const ini = blocks(join(DOCS, 'how-to', 'pgbouncer.md')).find(b => b.lang === 'ini')
+  it('docs/how-to/pgbouncer.md: PgBouncer runs on its pgbouncer.ini, and every command of the page works as written', { timeout: 180_000 }, async (t) => {
+    const page = join(DOCS, 'how-to', 'pgbouncer.md')
+    const ini = blocks(page).find(b => b.lang === 'ini')
     assert.ok(ini !== undefined, 'the how-to has a pgbouncer.ini')
-    const section = ini.text.slice(ini.text.indexOf('[pgbouncer]'))
-    const settings: Record<string, string> = {}
-    for (const line of section.split('\n').slice(1)) {
-      const m = /^(\w+)\s*=\s*(.*)$/.exec(line.trim())
-      if (m !== null) settings[m[1]!] = m[2]!
+    const setting = (key: string): string => new RegExp(`^${key} = (.+)$`, 'm').exec(ini.text)![1]!
+    assert.equal(setting('pool_mode'), 'transaction')
+    assert.equal(setting('admin_users'), 'pgbouncer')
+    assert.equal(setting('stats_users'), 'pgbouncer_stats')
+    // PostgreSQL as the page assumes it (postgresql.md's role and database, SCRAM logins), in a
+    // cluster of this test's own, the role made with the page's password.
+    const password = /postgres:\/\/petstore:([^@]+)@127\.0\.0\.1:6432\/petstore/.exec(readFileSync(page, 'utf8'))![1]!
+    const cluster = await startCluster({ password: 'admin-secret' })
+    onCleanup(t, () => cluster.destroy())
+    const admin = new pg.Client({ connectionString: cluster.url })
+    await admin.connect()
+    let secret: string
+    try {
+      await admin.query(`CREATE ROLE petstore LOGIN PASSWORD '${password}'`)
+      await admin.query('CREATE DATABASE petstore OWNER petstore')
+      secret = (await admin.query<{ rolpassword: string }>("SELECT rolpassword FROM pg_authid WHERE rolname = 'petstore'")).rows[0]!.rolpassword
+    } finally {
+      await admin.end()
     }
-    assert.equal(settings.pool_mode, 'transaction')
-    // Where it listens and how it authenticates are this machine's; every other setting is the how-to's.
-    for (const local of ['listen_addr', 'listen_port', 'auth_type', 'auth_file']) Reflect.deleteProperty(settings, local)
-    const database = await createTestDatabase(t)
-    const bouncer = await startPgBouncer(database, settings)
-    onCleanup(t, () => bouncer.destroy())
-    const dir = projectFolder(t)
-    const r = await runBash(t, dir, `set -euo pipefail
-npx petstore migrate
-KEY=$(npx petstore keys create --name through-pgbouncer)
-test -n "$KEY"
-`, { DATABASE_URL: bouncer.url, PG_PREPARED_STATEMENTS: 'off' })
-    assert.equal(r.code, 0, r.stderr)
+    assert.match(secret, /^SCRAM-SHA-256\$/)
+    // userlist.txt as the page describes it: the role's SCRAM secret, PgBouncer's own two users.
+    const dir = tempDir(t, 'petstore-pgbouncer-howto-')
+    const sockets = join(dir, 'run')
+    mkdirSync(sockets)
+    writeFileSync(join(dir, 'userlist.txt'), `"petstore" "${secret}"\n"pgbouncer" "console-secret"\n"pgbouncer_stats" "stats-secret"\n`, { mode: 0o600 })
+    // The reader's ~/.pgpass, for the console's passwords.
+    writeFileSync(join(dir, 'pgpass'), '*:*:pgbouncer:pgbouncer:console-secret\n*:*:pgbouncer:pgbouncer_stats:stats-secret\n', { mode: 0o600 })
+    // The page's file with this machine's addresses: the cluster's port, a free port for 6432, a
+    // socket folder and userlist of the test's own.
+    const port = await freePort()
+    const bouncerPort = await freePort()
+    const text = ini.text
+      .replace('host=127.0.0.1 port=5432 ', `host=127.0.0.1 port=${cluster.port} `)
+      .replace(/^listen_port = 6432$/m, `listen_port = ${bouncerPort}`)
+      .replace(/^unix_socket_dir = \/var\/run\/postgresql$/m, `unix_socket_dir = ${sockets}`)
+      .replace(/^auth_file = \/etc\/pgbouncer\/userlist\.txt$/m, `auth_file = ${join(dir, 'userlist.txt')}`)
+    for (const [from, key] of [[`port=${cluster.port} `, 'databases'], [String(bouncerPort), 'listen_port'], [sockets, 'unix_socket_dir'], [dir, 'auth_file']] as const) assert.ok(text.includes(from), `${key} substituted`)
+    writeFileSync(join(dir, 'pgbouncer.ini'), text)
+    const owner = postgresOwner()
+    if (owner !== undefined) for (const f of ['', 'run', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(dir, f), owner.uid, owner.gid)
+    const [cmd, argv] = asPostgresUser(findPgBouncer(), [join(dir, 'pgbouncer.ini')])
+    const bouncer = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] })
+    killAtExit(bouncer)
+    let bouncerLog = ''
+    bouncer.stderr.on('data', (d: Buffer) => { bouncerLog += d.toString() })
+    const bouncerExited = new Promise(resolve => bouncer.once('exit', resolve))
+    onCleanup(t, async () => {
+      // PgBouncer itself (as root, runuser's child): SIGTERM, immediate shutdown.
+      if (bouncer.exitCode !== null || bouncer.signalCode !== null) return
+      let pids = [bouncer.pid!]
+      try {
+        if (owner !== undefined) pids = readFileSync(`/proc/${bouncer.pid}/task/${bouncer.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+      } catch {}
+      for (const pid of pids) { try { process.kill(pid, 'SIGTERM') } catch {} }
+      await bouncerExited
+    })
+    for (let i = 0; i < 100 && !existsSync(join(sockets, `.s.PGSQL.${bouncerPort}`)); i++) {
+      assert.equal(bouncer.exitCode, null, `PgBouncer ended: ${bouncerLog}`)
+      await new Promise(resolve => setTimeout(resolve, 100))
+    }
+
+    const list = shellBlocks(page).filter(b => b.kind !== 'example').map(b => ({ ...b, text: b.text.replaceAll('6432', String(bouncerPort)) }))
+    assert.deepEqual(list.map(b => b.kind), ['run', 'run-background', 'run'])
+    const r = await runBash(t, dir, script(list, port, undefined) + `
+curl -sS --fail-with-body http://127.0.0.1:${port}/readyz
+psql -p ${bouncerPort} -U pgbouncer_stats pgbouncer -c 'PAUSE;' && exit 9 || true
+`, { PORT: String(port), FIRST_KEY_FILE: join(dir, 'first-api-key.txt'), PGHOST: sockets, PGPASSFILE: join(dir, 'pgpass') })
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}\n${bouncerLog}`)
     assert.match(r.stderr, /store: PostgreSQL database/)
+    // SHOW POOLS: the service's pool on the petstore database, as the petstore user.
+    assert.match(r.stdout, /^\s*petstore\s*\|\s*petstore\s*\|/m)
+    assert.match(r.stdout, /total_xact_count/)
+    assert.match(r.stdout, /"status":"ok"/)
+    // The stats user may look, not act.
+    assert.match(r.stderr, /admin access needed/)
   })
 })
