@@ -73,15 +73,9 @@ if (!supported(process.versions.node)) {
   if (runtime === undefined) refuse()
   relaunch(runtime)
   // Nothing else of this process's modules may be evaluated (they would load better-sqlite3 on this
-  // Node): an error thrown here ends the evaluation of the entry's whole module graph, and this
-  // process lives on as the launcher only.
-  const stop = new Error('petstore: running on the Node installed next to the package')
-  process.on('uncaughtException', (err) => {
-    if (err === stop) return
-    process.stderr.write(`petstore: ${err.stack ?? String(err)}\n`)
-    process.exit(1)
-  })
-  throw stop
+  // Node): a top-level await that never settles holds the evaluation of every module that imports
+  // this one, and this process lives on as the launcher only, until the child's exit ends it.
+  await new Promise<never>(() => {})
 } else if (process.env[RELAUNCHED] !== undefined) {
   delete process.env[RELAUNCHED]
   // fd 3 is the launcher's pipe: it closes when the launcher ends. Then stop as a supervisor's SIGTERM
