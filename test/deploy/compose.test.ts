@@ -6,7 +6,9 @@
  * point at them). podman-compose 1.0.3 starts services in dependency order but does not wait on
  * `depends_on` conditions, so the test brings the services up in the order the conditions give and
  * waits on each one's own health check (`podman healthcheck run`: the file's command, in the
- * container). Every container, volume and network of a project is removed at the end, whatever failed.
+ * container). It passes no stop_grace_period (stops get -t 20) and `up -d --no-deps` does not recreate
+ * a running container (a replacement is stop, rm, up), as docs/how-to/deploy.md says. Every container,
+ * volume and network of a project is removed at the end, whatever failed.
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
