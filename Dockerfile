@@ -66,7 +66,8 @@ ENV HOST=0.0.0.0 \
     PORT=8080 \
     DATABASE_URL=sqlite:/data/petstore.db \
     FIRST_KEY_FILE=/data/first-api-key.txt \
-    LOG_FORMAT=json
+    LOG_FORMAT=json \
+    PETSTORE_CLI="docker exec <container> petstore"
 USER node
 VOLUME /data
 EXPOSE 8080

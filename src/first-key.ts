@@ -12,14 +12,14 @@ import type { Store } from './store/store.js'
  * on stderr; without one it goes to FIRST_KEY_FILE, readable by this user only (0600), and the log
  * says where. The file is opened before the key is made, so a failure leaves no unseen key behind.
  */
-export async function handOutFirstKey (store: Store, config: Pick<Config, 'firstKeyFile'> & { url: string }, log: FastifyBaseLogger, toTerminal = process.stderr.isTTY === true): Promise<void> {
+export async function handOutFirstKey (store: Store, config: Pick<Config, 'firstKeyFile' | 'cli'> & { url: string }, log: FastifyBaseLogger, toTerminal = process.stderr.isTTY === true): Promise<void> {
   if (toTerminal) {
     const { key } = await createApiKey(store, 'first key')
     process.stderr.write(
       '\nNo API keys existed, so one was created. It is shown only this once:\n\n' +
       `    ${key}\n\n` +
       `Try: curl -H 'Authorization: Bearer ${key}' ${config.url}/v1/pets\n` +
-      'Make more with: npx petstore keys create --name NAME\n\n'
+      `Make more with: ${config.cli} keys create --name NAME\n\n`
     )
     return
   }
@@ -39,7 +39,7 @@ export async function handOutFirstKey (store: Store, config: Pick<Config, 'first
   } finally {
     closeSync(fd)
   }
-  log.info({ file: path }, `No API keys existed, so one was created. It is in ${path} (mode 0600): copy it, then delete the file. Make more with: npx petstore keys create --name NAME`)
+  log.info({ file: path }, `No API keys existed, so one was created. It is in ${path} (mode 0600): copy it, then delete the file. Make more with: ${config.cli} keys create --name NAME`)
 }
 
 /** The first key's file cannot be written: start-up stops before any key is made. */

@@ -94,7 +94,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   store.startWriter?.()
   try {
     // After listening, so the curl example names the real port.
-    if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile }, app.log)
+    if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile, cli: config.cli }, app.log)
   } catch (err) {
     await app.close().catch(() => {})
     await log.end()

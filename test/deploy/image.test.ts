@@ -72,6 +72,8 @@ describe('the container image (Dockerfile, built and run with podman)', () => {
     assert.match(key, /^\S{20,}$/)
     assert.equal((await podman('exec', first.name, 'stat', '-c', '%a %U', '/data/first-api-key.txt')).trim(), '600 node')
     assert.doesNotMatch(await logs(first.name), new RegExp(key), 'the key is not in the logs')
+    // The start-up line names the CLI as it runs here: through the container, not npx.
+    assert.match(await logs(first.name), /No API keys existed.*Make more with: docker exec <container> petstore keys create --name NAME/)
 
     // `petstore` on PATH works against the same store: a key it makes is accepted by the server.
     const cliKey = (await podman('exec', first.name, 'petstore', 'keys', 'create', '--name', 'ops')).trim()

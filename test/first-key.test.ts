@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import { describe, it, type TestContext } from 'node:test'
+import pino from 'pino'
+import { loadConfig } from '../src/config.js'
+import { handOutFirstKey } from '../src/first-key.js'
+import { openStore } from '../src/store/index.js'
+import { tempDir } from './helpers/app.js'
+import { onCleanup } from './helpers/cleanup.js'
+
+/** The image's setting (Dockerfile): the hint names the container form of the CLI. */
+const IMAGE_CLI = 'docker exec <container> petstore'
+
+/** A first start on an empty SQLite store, with the environment given; what the log and stderr said. */
+async function firstStart (t: TestContext, env: Record<string, string>, toTerminal: boolean): Promise<{ log: string, stderr: string, keyFile: string }> {
+  const dir = tempDir(t)
+  const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, ...env }, dir)
+  const store = await openStore(config)
+  onCleanup(t, () => store.close())
+  let log = ''
+  const logger = pino(new Writable({ write (chunk: Buffer, _enc, done) { log += chunk.toString(); done() } }))
+  let stderr = ''
+  const write = process.stderr.write
+  if (toTerminal) process.stderr.write = (chunk: string | Uint8Array) => { stderr += chunk.toString(); return true }
+  try {
+    await handOutFirstKey(store, { url: 'http://127.0.0.1:8080', firstKeyFile: config.firstKeyFile, cli: config.cli }, logger, toTerminal)
+  } finally {
+    process.stderr.write = write
+  }
+  assert.equal(await store.countApiKeys(), 1)
+  return { log, stderr, keyFile: config.firstKeyFile }
+}
+
+describe('the first key hint names the CLI as it runs where the server does', () => {
+  it('in a checkout (PETSTORE_CLI unset): npx petstore, in the log line and on a terminal', async (t) => {
+    const file = await firstStart(t, {}, false)
+    const line = JSON.parse(file.log) as { msg: string, file: string }
+    assert.equal(line.file, file.keyFile)
+    assert.match(line.msg, /Make more with: npx petstore keys create --name NAME$/)
+    assert.match(readFileSync(file.keyFile, 'utf8'), /^psk_\S+\n$/)
+    const terminal = await firstStart(t, {}, true)
+    assert.match(terminal.stderr, /\nMake more with: npx petstore keys create --name NAME\n/)
+    assert.equal(terminal.log, '')
+  })
+
+  it('in the image (PETSTORE_CLI set by the Dockerfile): docker exec <container> petstore, never npx', async (t) => {
+    const file = await firstStart(t, { PETSTORE_CLI: IMAGE_CLI }, false)
+    const line = JSON.parse(file.log) as { msg: string }
+    assert.match(line.msg, /Make more with: docker exec <container> petstore keys create --name NAME$/)
+    assert.doesNotMatch(line.msg, /npx/)
+    const terminal = await firstStart(t, { PETSTORE_CLI: IMAGE_CLI }, true)
+    assert.match(terminal.stderr, /\nMake more with: docker exec <container> petstore keys create --name NAME\n/)
+    assert.doesNotMatch(terminal.stderr, /npx/)
+  })
+
+  it('an empty PETSTORE_CLI is refused, naming the variable', () => {
+    assert.throws(() => loadConfig({ PETSTORE_CLI: '' }, '/x'), /PETSTORE_CLI/)
+  })
+})
