@@ -268,6 +268,13 @@ export function breakingChanges (base, current) {
       }
     }
   }
+  // An error code keeps the status it is sent with (x-error-codes: the catalogue, by schema).
+  for (const [name, schema] of Object.entries(base.components?.schemas ?? {})) {
+    const [then, now] = [schema['x-error-codes'] ?? {}, current.components?.schemas?.[name]?.['x-error-codes'] ?? {}]
+    for (const [code, entry] of Object.entries(then)) {
+      if (now[code] !== undefined && now[code].status !== entry.status) report(`components/schemas/${name} x-error-codes ${code}`, `status changed from ${entry.status} to ${now[code].status}`)
+    }
+  }
   return [...found.values()]
 }
 

@@ -71,7 +71,7 @@ describe('the compatibility check (npm run openapi:compat) against openapi/relea
     assert.equal(code.status, 0, code.stderr)
   })
 
-  it('fails when a response field may be missing, a request field becomes required, or a request bound narrows', (t) => {
+  it('fails when a response field may be missing, a request field becomes required, a request bound narrows, a response enum widens or an error code changes status', (t) => {
     const optional = check(t, doc => { doc.components.schemas.Pet.required = doc.components.schemas.Pet.required.filter((n: string) => n !== 'name') })
     assert.deepEqual(ids(optional), ['components/schemas/Pet.name (response): no longer always present'])
     const required = check(t, doc => { doc.components.schemas.NewPet.required.push('status') })
@@ -80,7 +80,9 @@ describe('the compatibility check (npm run openapi:compat) against openapi/relea
     assert.deepEqual(ids(limit), ['GET /pets (listPets) query limit (request): maximum lowered'])
     const status = check(t, doc => { doc.components.schemas.Pet.properties.status.enum.push('adopted') })
     assert.deepEqual(ids(status), ['components/schemas/Pet.status (response): may answer enum value "adopted", not in the released enum'])
-    for (const v of [optional, required, limit, status]) assert.equal(v.status, 1)
+    const code = check(t, doc => { doc.components.schemas.Error['x-error-codes'].gone.status = 404 })
+    assert.deepEqual(ids(code), ['components/schemas/Error x-error-codes gone: status changed from 410 to 404'])
+    for (const v of [optional, required, limit, status, code]) assert.equal(v.status, 1)
   })
 
   it('passes a breaking change recorded as a new major version, and still lists it', (t) => {
