@@ -161,7 +161,9 @@ Every error the API answers is a JSON \`Error\` object with the HTTP status repe
 { "code": "validation_failed", "message": "body field 'name' is required", "status": 400 }
 \`\`\`
 
-Branch on \`code\`; \`message\` is for people and may change. The codes are stable:
+Branch on \`code\`; \`message\` is for people and may change. A code keeps its status and meaning for
+the whole major version, and the set is open: a later 1.x may add codes, which a client handles by the
+HTTP status ([compatibility.md](compatibility.md#error-codes)). The codes of this version:
 
 ${table(['Code', 'Status', 'When'], Object.entries(ERROR_CODES).map(([code, e]) => [`\`${code}\``, String(e.status), e.description]))}
 

@@ -100,6 +100,7 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
         title: 'Petstore',
         version: '1.0.0',
         description: INFO_DESCRIPTION,
+        contact: { name: 'Petstore maintainers' },
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: list,

@@ -23,18 +23,28 @@ export function WithDefaults<P extends TProperties> (properties: P, options: { $
   return schema
 }
 
+/** What every error code is, including codes this version does not know yet: lower-case snake_case. */
+export const ERROR_CODE_PATTERN = '^[a-z][a-z0-9_]*$'
+export const ERROR_CODE_MAX_LENGTH = 64
+
 /**
- * The Error object of every error response. `code` lists the catalogue of src/errors.ts, and
- * `x-error-codes` carries each code's status and meaning into the OpenAPI document.
+ * The Error object of every error response. `code` is an open set (docs/reference/compatibility.md):
+ * one of the catalogue of src/errors.ts, or a code a later version adds, so the schema is the
+ * catalogue's enum or any snake_case string; generated clients type it as the known codes or a
+ * string. `x-error-codes` carries each known code's status and meaning into the OpenAPI document.
  */
 export const ErrorSchema = Type.Object({
   code: Type.Unsafe<string>({
-    type: 'string',
-    enum: Object.keys(ERROR_CODES),
-    description: 'Machine-readable error code from the catalogue (see `x-error-codes`: its status and meaning). Branch on this, never on `message`.'
+    anyOf: [
+      { type: 'string', enum: Object.keys(ERROR_CODES) },
+      { type: 'string', maxLength: ERROR_CODE_MAX_LENGTH, pattern: ERROR_CODE_PATTERN }
+    ],
+    description: 'Machine-readable error code: one of the catalogue (see `x-error-codes`: its status and meaning), or a code added after this document was written, ' +
+      'which a client handles by the HTTP status (an unknown 4xx code as a refusal of the request, an unknown 5xx code as a failure of the service). ' +
+      'Branch on this, never on `message`.'
   }),
   message: Type.String({ description: 'Human-readable description naming the offending field or parameter and the rule.' }),
-  status: Type.Integer({ description: 'The HTTP status code, equal to the response status.' })
+  status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599, description: 'The HTTP status code, equal to the response status (4xx or 5xx).' })
 }, {
   $id: 'Error',
   additionalProperties: false,

@@ -15,6 +15,13 @@ export const NAME_MAX_LENGTH = 255
 export const LIMIT_MIN = 1
 export const LIMIT_MAX = 100
 export const LIMIT_DEFAULT = 20
+/**
+ * What the service accepts as a cursor, as the document says it: base64url characters, at most as
+ * many as a cursor it issues (services/cursor.ts: 22 bytes, 30 characters). A longer value, or one
+ * with another character, was never issued, and is refused as any other cursor not issued is.
+ */
+export const CURSOR_MAX_LENGTH = 30
+export const CURSOR_PATTERN = '^[A-Za-z0-9_-]+$'
 
 /**
  * A well-formed name with some non-white-space character, as one pattern every JSON Schema tool
@@ -32,7 +39,8 @@ export const IDEMPOTENCY_KEY = '^(?:[\\x21\\x23-\\x7E]{1,255}|"[\\x21\\x23-\\x7E
 /** What each pattern above means, in the words of an error message, for the value that broke it (see schemas/messages.ts). */
 export const PATTERN_RULES: ReadonlyMap<string, (value: unknown) => string> = new Map<string, (value: unknown) => string>([
   [NAME_PATTERN, (value: unknown) => typeof value === 'string' && !/\S/u.test(value) ? 'must not be blank' : 'must be well-formed Unicode (no lone surrogate escapes)'],
-  [IDEMPOTENCY_KEY, () => 'must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)']
+  [IDEMPOTENCY_KEY, () => 'must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)'],
+  [CURSOR_PATTERN, () => 'must be a cursor from the `Link: rel="next"` header of a previous page (base64url characters)']
 ])
 
 /** Body fields that belong to the resource but are not the client's to send, and why. */
@@ -67,12 +75,12 @@ export const PetSchema = Type.Object({
 }, { $id: 'Pet', additionalProperties: false, description: 'An animal.', examples: [{ id: 42, name: 'Rex', categoryId: 3, status: 'pending' }] })
 export type Pet = Static<typeof PetSchema>
 
-export const PetsSchema = Type.Array(Ref(PetSchema), { description: 'A page of animals, in ascending id order.' })
+export const PetsSchema = Type.Array(Ref(PetSchema), { maxItems: LIMIT_MAX, description: 'A page of animals, in ascending id order: at most `limit` of them.' })
 
 export const ListPetsQuerySchema = WithDefaults({
-  limit: Type.Integer({ minimum: LIMIT_MIN, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of animals returned, 1 to 100, in decimal digits without sign or leading zeros.' }),
+  limit: Type.Integer({ format: 'int32', minimum: LIMIT_MIN, maximum: LIMIT_MAX, default: LIMIT_DEFAULT, description: 'Maximum number of animals returned, 1 to 100, in decimal digits without sign or leading zeros.' }),
   status: Type.Optional(PetStatusSchema),
-  cursor: Type.Optional(Type.String({ minLength: 1, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page. Only valid with the same status filter.' }))
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: CURSOR_MAX_LENGTH, pattern: CURSOR_PATTERN, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page. Only valid with the same status filter.' }))
 }, { additionalProperties: false })
 export type ListPetsQuery = Static<typeof ListPetsQuerySchema>
 

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  createClient, ERROR_CODES, PET_STATUSES, PetstoreError, PetstoreInsufficientScopeError, PetstoreKeyExpiredError, type DeprecationNotice
+  createClient, ERROR_CODES, isKnownErrorCode, PET_STATUSES, PetstoreError, PetstoreInsufficientScopeError, PetstoreKeyExpiredError, type DeprecationNotice
 } from '../../packages/client/src/index.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { checkingFetch, startTestServer } from '../helpers/server.js'
@@ -120,9 +122,27 @@ describe('@petstore/client', () => {
     assert.match(ours[0]!.message, /getPet is deprecated and stops working on Thu, 05 Dec 2030/)
   })
 
+  it('passes an error code it does not know through as it came, with its status and body', async (t) => {
+    // A service version newer than the client answers a code added after the client was built.
+    const body = { code: 'quota_exhausted', message: 'the monthly quota of this key is used up', status: 403 }
+    const server = createServer((_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/json', 'x-request-id': 'req-1' }).end(JSON.stringify(body))
+    })
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+    onCleanup(t, () => { server.close() })
+    const client = createClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: 'psk_x' })
+    const err = await client.listPets().catch((e: unknown) => e)
+    assert.ok(err instanceof PetstoreError, String(err))
+    const code: string = err.code
+    assert.deepEqual([code, err.status, err.body, err.requestId], ['quota_exhausted', 403, body, 'req-1'])
+    assert.equal(isKnownErrorCode(err.code), false)
+    assert.equal(isKnownErrorCode('not_found'), true)
+    assert.equal(isKnownErrorCode('unexpected_response'), true)
+  })
+
   it('knows the same error codes, statuses and operations as the document', () => {
     const doc = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8'))
-    assert.deepEqual([...ERROR_CODES], doc.components.schemas.Error.properties.code.enum)
+    assert.deepEqual([...ERROR_CODES], doc.components.schemas.Error.properties.code.anyOf[0].enum)
     assert.deepEqual([...PET_STATUSES], doc.components.schemas.Pet.properties.status.enum)
     const client = createClient({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k' }) as unknown as Record<string, unknown>
     for (const id of ['listPets', 'createPet', 'getPet']) {

@@ -164,7 +164,9 @@ class Conformance {
     const v = this.validator(schemaPointer)
     if (!v(body)) fail(where, `error body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
     if (body.status !== res.status) fail(where, `error body status ${String(body.status)} differs from the HTTP status`)
-    const entry = this.errorCodes[body.code]
+    // The document lets a later version add codes; this service must send only the ones it lists.
+    const entry = Object.hasOwn(this.errorCodes, body.code) ? this.errorCodes[body.code] : undefined
+    if (entry === undefined) fail(where, `error code ${String(body.code)} is not in the catalogue (x-error-codes)`)
     if (entry?.status !== res.status) fail(where, `error code ${String(body.code)} belongs to status ${String(entry?.status)} in the catalogue`)
   }
 }

@@ -97,7 +97,8 @@ describe('the conformance check', () => {
     ['a non-integer id', { body: '{"id":1.5,"name":"Rex","categoryId":1,"status":"sold"}' }, /must be integer/],
     ['an error whose code belongs to another status', { status: 404, body: '{"code":"gone","message":"m","status":404}', headers: errorHeaders }, /error code gone belongs to status 410/],
     ['an error whose status differs from HTTP', { status: 404, body: '{"code":"not_found","message":"m","status":400}', headers: errorHeaders }, /differs from the HTTP status/],
-    ['an error code outside the catalogue', { status: 404, body: '{"code":"nope","message":"m","status":404}', headers: errorHeaders }, /error body/]
+    ['an error code outside the catalogue', { status: 404, body: '{"code":"nope","message":"m","status":404}', headers: errorHeaders }, /error code nope is not in the catalogue/],
+    ['an error code that is no code', { status: 404, body: '{"code":"Not Found","message":"m","status":404}', headers: errorHeaders }, /error body/]
   ]
   for (const [what, change, expected] of drifts) {
     it(`refuses ${what}`, () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { Response } from 'light-my-request'
+import { CURSOR_MAX_LENGTH, CURSOR_PATTERN } from '../../src/schemas/pets.js'
 import { CursorCodec } from '../../src/services/cursor.js'
 import { STORES, assertError, buildTestApp, createPet, deletePetInDb, petsInDb, postPet, type TestApp } from '../helpers/app.js'
 
@@ -14,6 +15,7 @@ const NOT_JSON_MEDIA = 'request body must be application/json'
 const PET_ID_RULE = `path parameter 'petId' must be an integer from ${INT64_MIN} to ${INT64_MAX}`
 const LIMIT_RULE = "query parameter 'limit' must be an integer from 1 to 100"
 const QUERY_STATUS_RULE = "query parameter 'status' must be one of available, pending, sold"
+const CURSOR_LENGTH_RULE = `query parameter 'cursor' must be 1 to ${CURSOR_MAX_LENGTH} characters long`
 const BAD_CURSOR = "query parameter 'cursor' is not a cursor this service issued for this status filter"
 
 const DEPRECATION = '@1767225600' // 2026-01-01T00:00:00Z
@@ -318,7 +320,6 @@ for (const store of STORES) {
         ['a flipped character in the id', `cursor=${flip(plain, 3)}`],
         ['a flipped character in the MAC', `cursor=${flip(plain, plain.length - 2)}`],
         ['a truncated cursor', `cursor=${plain.slice(0, -1)}`],
-        ['a lengthened cursor', `cursor=${plain}A`],
         ['garbage', 'cursor=not-a-cursor'],
         ['a cursor of another service', `cursor=${foreign}`],
         ['a status=sold cursor with no filter', `cursor=${sold}`],
@@ -330,6 +331,13 @@ for (const store of STORES) {
           assertError(await ta.app.inject({ url: `/v1/pets?${qs}`, headers: ta.auth }), 400, 'invalid_parameter', BAD_CURSOR)
         })
       }
+      // What the document says of a cursor (maxLength, pattern) is what an issued cursor is, and a
+      // value outside it is refused by that rule.
+      assert.equal(plain.length, CURSOR_MAX_LENGTH)
+      assert.match(plain, new RegExp(CURSOR_PATTERN, 'u'))
+      assertError(await ta.app.inject({ url: `/v1/pets?cursor=${plain}A`, headers: ta.auth }), 400, 'invalid_parameter', CURSOR_LENGTH_RULE)
+      assertError(await ta.app.inject({ url: `/v1/pets?cursor=${plain.slice(0, -1)}.`, headers: ta.auth }), 400, 'invalid_parameter',
+        "query parameter 'cursor' must be a cursor from the `Link: rel=\"next\"` header of a previous page (base64url characters)")
       // Each is accepted with its own filter, and a different limit is fine.
       assert.equal((await ta.app.inject({ url: `/v1/pets?cursor=${plain}&limit=50`, headers: ta.auth })).statusCode, 200)
       assert.equal((await ta.app.inject({ url: `/v1/pets?status=sold&cursor=${sold}`, headers: ta.auth })).statusCode, 200)
@@ -359,7 +367,7 @@ for (const store of STORES) {
         ['stauts=sold', "query parameter 'stauts' is not supported; supported parameters are limit, status, cursor"],
         ['Limit=5', "query parameter 'Limit' is not supported; supported parameters are limit, status, cursor"],
         ['limit=5&offset=10', "query parameter 'offset' is not supported; supported parameters are limit, status, cursor"],
-        ['cursor=', "query parameter 'cursor' must not be empty"]
+        ['cursor=', CURSOR_LENGTH_RULE]
       ]
       for (const [qs, message] of cases) {
         await t.test(qs, async () => {

@@ -1,12 +1,29 @@
-/** The error codes of the service's catalogue (`x-error-codes` in the document). */
+/**
+ * The error codes of the service's catalogue (`x-error-codes` in the document) that this client
+ * knows. The set is open: a later service version may answer a code not listed here (see the
+ * document's `Error.code`), which the client passes through as it came.
+ */
 export const ERROR_CODES = [
   'bad_request', 'validation_failed', 'invalid_parameter', 'invalid_json', 'unauthorized', 'key_expired', 'insufficient_scope', 'not_found',
   'method_not_allowed', 'request_timeout', 'idempotency_key_in_use', 'gone', 'precondition_failed', 'payload_too_large', 'uri_too_long',
   'unsupported_media_type', 'expectation_failed', 'idempotency_key_reused', 'rate_limited', 'header_too_large',
   'internal_error', 'not_implemented', 'service_unavailable'
 ] as const
-/** A catalogue code, or `unexpected_response` when the answer was not an Error object (e.g. from a proxy). */
-export type ErrorCode = typeof ERROR_CODES[number] | 'unexpected_response'
+/** A code of the catalogue this client knows, or `unexpected_response` when the answer was not an Error object (e.g. from a proxy). */
+export type KnownErrorCode = typeof ERROR_CODES[number] | 'unexpected_response'
+/**
+ * The `code` of a failed call: a known code, or any other string, a code the service added after this
+ * client was built (handle it by `status`: a 4xx refuses the request, a 5xx is the service's failure).
+ * `string & {}` keeps the known codes offered by editors while any string is accepted.
+ */
+export type ErrorCode = KnownErrorCode | (string & {})
+
+const KNOWN: ReadonlySet<string> = new Set<string>([...ERROR_CODES, 'unexpected_response'])
+
+/** Whether `code` is one this client knows (narrows it to KnownErrorCode). */
+export function isKnownErrorCode (code: string): code is KnownErrorCode {
+  return KNOWN.has(code)
+}
 
 /** The Error object every failed call answers. */
 export interface ErrorBody {

@@ -6,8 +6,8 @@
  */
 export { createClient, PetstoreClient } from './client.js'
 export {
-  ERROR_CODES, PetstoreConnectionError, PetstoreError, PetstoreInsufficientScopeError, PetstoreKeyExpiredError, PetstoreTimeoutError,
-  type ErrorBody, type ErrorCode
+  ERROR_CODES, isKnownErrorCode, PetstoreConnectionError, PetstoreError, PetstoreInsufficientScopeError, PetstoreKeyExpiredError, PetstoreTimeoutError,
+  type ErrorBody, type ErrorCode, type KnownErrorCode
 } from './errors.js'
 export { parseLinkHeader } from './links.js'
 export { parseRetryAfter } from './retry.js'
