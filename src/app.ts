@@ -1,7 +1,6 @@
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.js'
-import { FastLane, laneServer, ROUTER_OPTIONS } from './fast-lane.js'
 import { requestLogger } from './request-logger.js'
 import bearerAuth from './plugins/auth.js'
 import beforeBody from './plugins/before-body.js'
@@ -38,8 +37,6 @@ export interface AppOptions {
   metrics?: Metrics
   /** How often the event-loop delay is sampled for overload shedding (tests shorten it). */
   pressureSampleIntervalMs?: number
-  /** Whether cached reads may be answered by the fast lane (fast-lane.ts); tests compare with it off. */
-  fastLane?: boolean
   /** OpenTelemetry tracing, when on (tracing.ts; the entry starts it before the store opens). */
   tracing?: Tracing
 }
@@ -52,16 +49,8 @@ export interface AppOptions {
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
-export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, fastLane = true, tracing }: AppOptions): Promise<FastifyInstance> {
-  // The fast lane (fast-lane.ts): in front of Fastify's handler on the node:http server, it answers
-  // the cached reads every plugin below would let through at once, with their own functions, and
-  // hands every other request to Fastify before doing anything. Not installed with CORS on (it does
-  // not do CORS), nor with HOST=localhost, where Fastify listens on every address of the name only
-  // with a server it made itself (a serverFactory's server gets the first alone), nor while tracing:
-  // its answers would have no server span (docs/how-to/observe.md, "Traces").
-  const lane = fastLane && config.corsOrigins.length === 0 && config.host !== 'localhost' && tracing === undefined ? new FastLane() : undefined
-  const app = Fastify(serverOptions(config, logger, lane))
-  if (lane !== undefined) app.addHook('onRoute', lane.onRoute)
+export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, tracing }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions(config, logger))
   let built = false
   // The first onClose hook, so the last to run (Fastify runs them in reverse order of registration).
   app.addHook('onClose', async () => { if (built) await store.close() })
@@ -87,7 +76,6 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(rootRoutes)
     await app.register(healthRoutes, { store })
     await app.register(v1Routes, { prefix: '/v1', config, store, now })
-    lane?.open(app)
   } catch (err) {
     await app.close() // stops what already started (the overload sampler, Redis); the store stays the caller's
     throw err
@@ -97,10 +85,8 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
 }
 
 /** Fastify's own settings: the ones that cannot be a plugin's, because the server is made with them. */
-function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['logger'], lane: FastLane | undefined): FastifyHttpOptions<Server> {
+function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['logger']): FastifyHttpOptions<Server> {
   return {
-    // Fastify's documented way to make the server itself: the same server, with the lane in front.
-    ...(lane === undefined ? {} : { serverFactory: laneServer(lane) }),
     logger: logger === false
       ? false
       : {
@@ -128,7 +114,7 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
     return503OnClosing: false,
     // No parameter is matched by a regex, so the router needs no length cap of its own (the hardening
     // plugin bounds the target: 414 past MAX_TARGET_LENGTH); a long petId meets its validator: 400.
-    routerOptions: ROUTER_OPTIONS,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16384 },
     // A URL the router cannot decode goes through the same plugins as any other (see plugins/errors.ts).
     frameworkErrors: routeBadUrls,
     // Fastify's own compilers, loaded and run on first use rather than at start.

@@ -3,7 +3,6 @@ import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import type { Scope } from '../schemas/scopes.js'
 import { ApiKeyVerifier, missingScope, type KeyGrant, type KeyRefusal } from '../services/api-keys.js'
-import type { ReplySink } from '../reply-sink.js'
 import { hasBody } from './before-body.js'
 import type { Metrics } from './metrics.js'
 import type { Store } from '../store/store.js'
@@ -17,8 +16,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The authentication policy, as an onRequest hook for the scope of the protected routes. */
     authenticate: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void
-    /** The policy's verdict where it needs no wait and no answer of its own: its hook's first step, and the fast lane's. */
-    admission: Admission
   }
 }
 
@@ -39,10 +36,9 @@ export const NO_STORE = 'no-store'
  * well-formed bearer key that the verifier's cache trusts as valid now, holding the scope the route
  * needs, and limits that let it through at once (counted in memory, no address block in force, room
  * left under the key's limit). The authentication hook takes this step first, the whole policy only
- * when it does not admit; the fast lane (fast-lane.ts) answers only requests admitted here, so a key
- * without the route's scope is never answered there (the policy answers its 403).
+ * when it does not admit.
  */
-export interface Admission {
+interface Admission {
   /**
    * The key's id when the request is admitted at once; undefined: the whole policy decides. No side
    * effect. `scope` names what the route needs (its config.scope); it is asked only of a key that
@@ -50,7 +46,7 @@ export interface Admission {
    */
   admit: (authorization: string | undefined, now: number, scope: () => Scope | undefined) => number | undefined
   /** Admits it: the key's use recorded, the request counted against the key, and the policy's headers set on `reply`. */
-  enter: (keyId: number, now: number, reply: ReplySink) => void
+  enter: (keyId: number, now: number, reply: FastifyReply) => void
 }
 
 function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
@@ -204,7 +200,6 @@ async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheT
   const atOnce = admission(app.rateLimits, verifier)
   app.decorateRequest('apiKeyId', 0)
   app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce, app.metrics))
-  app.decorate('admission', atOnce)
   app.addHook('onClose', async () => { await verifier.close() })
 }
 

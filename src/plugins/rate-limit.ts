@@ -3,7 +3,6 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Metrics } from './metrics.js'
-import type { ReplySink } from '../reply-sink.js'
 import { MemoryWindows, type WindowCount } from './rate-windows.js'
 
 /** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
@@ -147,7 +146,7 @@ export class RateLimits {
   }
 
   /** For a request admitsAtOnce let through: counts it against its key and sets the headers countKeyUse sets. */
-  countAtOnce (keyId: number, now: number, reply: ReplySink): void {
+  countAtOnce (keyId: number, now: number, reply: FastifyReply): void {
     // Every block has ended: forget them all, as refuseBlockedAddress forgets each when its address comes back.
     if (this.blocked.size > 0) this.blocked.clear()
     if (this.keyWindows === undefined) return

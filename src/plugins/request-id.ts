@@ -4,8 +4,8 @@ import fp from 'fastify-plugin'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** A request's id: its X-Request-Id when well-formed, else a new UUID (the fast lane uses it too). */
-export function requestIdOf (given: string | string[] | undefined): string {
+/** A request's id: its X-Request-Id when well-formed, else a new UUID. */
+function requestIdOf (given: string | string[] | undefined): string {
   // An id that looks like an API key is replaced: a key pasted into the wrong header must not reach the logs.
   return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes('psk_') ? given : randomUUID()
 }
