@@ -14,7 +14,7 @@ import observability from './plugins/observability.js'
 import { docsRoutes, openApiPlugin } from './plugins/openapi.js'
 import overload from './plugins/overload.js'
 import rateLimits from './plugins/rate-limit.js'
-import requestChecks from './plugins/request-checks.js'
+import requestChecks, { type RequestSteps } from './plugins/request-checks.js'
 import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
 import storeNotices from './plugins/store-notices.js'
@@ -42,10 +42,27 @@ export interface AppOptions {
 }
 
 /**
+ * The steps every request meets, by name, in this order (docs/explanation/architecture.md):
+ * - on arrival, one synchronous onRequest hook (request-checks.ts): the request id and its header,
+ *   nosniff and the edge checks (Host, target length, framing), the 503 while closing, the 503 while
+ *   the event loop lags, then the asterisk-form target (`OPTIONS *`);
+ * - then, under /v1, the scope's first onRequest hook, the authentication policy (auth.ts):
+ *   authentication, the key's limit, the route's scope, decided at once while the key cache and the
+ *   in-memory limits answer;
+ * - before a byte of the body, one synchronous preParsing hook: 404/405 and undecodable URLs, then
+ *   Expect, Content-Encoding and the declared size (413), and 100-continue;
+ * - then the route's validation and handler, and at the end the access line and metrics (observability.ts).
+ */
+const REQUEST_STEPS: RequestSteps = {
+  onArrival: ['request id', 'edge', 'closing', 'overload', 'asterisk-form'],
+  beforeBody: ['unrouted', 'body']
+}
+
+/**
  * Builds the service without listening: one plugin per concern, registered in the order a request
  * meets them (docs/explanation/architecture.md). Each plugin installs its own hooks and its own clean-up;
- * the checks every request meets on arrival (request id to overload) and before its body (404/405
- * to 100-continue) run as one synchronous hook per stage (request-checks.ts), in this same order.
+ * the checks every request meets on arrival and before its body run as one synchronous hook per
+ * stage (request-checks.ts), in the order REQUEST_STEPS names them.
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
@@ -58,7 +75,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     // First: the server span must start before any other hook and end after every other onSend.
     if (tracing !== undefined) await app.register(tracing.plugin)
     await app.register(observability, { metrics, tracing })
-    await app.register(requestChecks)
+    await app.register(requestChecks, REQUEST_STEPS)
     await app.register(requestId)
     await app.register(hardening)
     await app.register(shutdown)

@@ -45,7 +45,7 @@ interface Admission {
    * does not hold every scope.
    */
   admit: (authorization: string | undefined, now: number, scope: () => Scope | undefined) => number | undefined
-  /** Admits it: the key's use recorded, the request counted against the key, and the policy's headers set on `reply`. */
+  /** Admits it: the key's use recorded, and the request counted against the key (its headers set on `reply`). */
   enter: (keyId: number, now: number, reply: FastifyReply) => void
 }
 
@@ -58,10 +58,15 @@ function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
     },
     enter: (keyId, now, reply) => {
       verifier.used(keyId, now)
-      reply.header('cache-control', NO_STORE)
       limits.countAtOnce(keyId, now, reply)
     }
   }
+}
+
+/** The one place a request is marked authenticated: the key's id on the request, and the response private. */
+function authenticated (request: FastifyRequest, reply: FastifyReply, keyId: number): void {
+  request.apiKeyId = keyId
+  reply.header('cache-control', NO_STORE)
 }
 
 /** Why the policy refused a request, as petstore_auth_refusals_total counts it: never the key itself. */
@@ -149,8 +154,7 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
   // A success: the key's id on the request, the response private, the request counted against the
   // key; then the route's scope (403 once counted, unless the count answered 429).
   const accepted = (request: FastifyRequest, reply: FastifyReply, grant: KeyGrant, done: HookHandlerDoneFunction): void => {
-    request.apiKeyId = grant.id
-    reply.header('cache-control', NO_STORE)
+    authenticated(request, reply, grant.id)
     const missing = missingScope(grant, () => routeScope(request))
     if (missing !== undefined) metrics.authRefusals.inc({ reason: 'insufficient_scope' })
     whenCounted(() => limits.countKeyUse(request, reply), done, missing === undefined ? undefined : insufficientScope(missing, grant))
@@ -171,7 +175,7 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
     const now = Date.now()
     const admitted = atOnce.admit(request.headers.authorization, now, () => routeScope(request))
     if (admitted !== undefined) {
-      request.apiKeyId = admitted
+      authenticated(request, reply, admitted)
       atOnce.enter(admitted, now, reply)
       done()
       return

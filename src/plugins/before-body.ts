@@ -57,7 +57,7 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
     done()
   })
 
-  app.checkBeforeBody((request, reply) => {
+  app.checkBeforeBody('body', (request, reply) => {
     if (unmetExpectation.has(request.raw)) throw new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
     if (!BODY_METHODS.has(request.method) || !hasBody(request)) return
     const codings = contentCodings(request)

@@ -87,7 +87,7 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
  * edge rules above, and CONNECT routed like any other method instead of a dropped connection.
  */
 async function hardening (app: FastifyInstance): Promise<void> {
-  app.checkOnArrival((request, reply) => {
+  app.checkOnArrival('edge', (request, reply) => {
     reply.header('x-content-type-options', NOSNIFF)
     const problem = edgeProblem(request.raw)
     if (problem !== undefined) {

@@ -23,7 +23,7 @@ async function overload (app: FastifyInstance, opts: OverloadOptions): Promise<v
   if (max <= 0) return
   await app.register(underPressure, { sampleInterval: opts.sampleIntervalMs ?? 1000 })
   const pressure = app.memoryUsage
-  app.checkOnArrival(() => {
+  app.checkOnArrival('overload', () => {
     if (pressure().eventLoopDelay <= max) return
     app.metrics.overloaded.inc()
     throw new ApiError('service_unavailable', 'the server is overloaded; retry later', { 'retry-after': '2' })

@@ -17,7 +17,7 @@ function requestIdOf (given: string | string[] | undefined): string {
  */
 async function requestId (app: FastifyInstance): Promise<void> {
   app.setGenReqId((req) => requestIdOf(req.headers['x-request-id']))
-  app.checkOnArrival((request, reply) => { reply.header('x-request-id', request.id) })
+  app.checkOnArrival('request id', (request, reply) => { reply.header('x-request-id', request.id) })
 }
 
 export default fp(requestId, { name: 'petstore-request-id', dependencies: ['petstore-request-checks'] })
