@@ -16,6 +16,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { startCluster } from '../scripts/pg-cluster.mjs'
+import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
 import { cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, log, percentile, requireBuild, ROOT, scratch, startService, stop, waitReady } from './lib.mjs'
 
 requireBuild()
@@ -110,8 +111,8 @@ async function walks (port) {
   return out
 }
 
-/** autocannon's per-request hook: the next request of the mix (without creates: its reads in the same proportions). */
-function mixRequests (pages, n, dist, seed, creates = true) {
+/** autocannon's per-request hook: the next request of the mix (without creates: its reads in the same proportions), each with `extra` headers. */
+function mixRequests (pages, n, dist, seed, creates = true, extra = {}) {
   const random = rng(seed)
   const id = idSampler(n, dist, random)
   let k = 0
@@ -119,7 +120,7 @@ function mixRequests (pages, n, dist, seed, creates = true) {
     setupRequest (req) {
       const key = KEYS[k++ % KEYS.length]
       const x = creates ? random() : random() * 0.9
-      const headers = { authorization: `Bearer ${key}` }
+      const headers = { authorization: `Bearer ${key}`, ...extra }
       if (x < 0.65) return { ...req, method: 'GET', path: `/v1/pets/${id()}`, headers, body: undefined }
       if (x < 0.90) {
         const limit = LIMITS[Math.floor(random() * LIMITS.length)]
@@ -214,9 +215,9 @@ const rows = []
  * slowdown of a shared machine lasting longer than a pair moves both, and one shorter than the
  * whole measurement moves one pair out of three, not the result.
  */
-async function compare (label, svc, limit, pets, dist, creates = true) {
+async function compare (label, svc, limit, pets, dist, creates = true, extra = {}) {
   const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]
-  const stream = (target, seed) => mixRequests(target === svc ? svcPages : limitPages, pets, dist, seed, creates)
+  const stream = (target, seed) => target === svc ? mixRequests(svcPages, pets, dist, seed, creates, extra) : mixRequests(limitPages, pets, dist, seed, creates)
   const warmSeconds = await warmUp(svc, seed => stream(svc, seed))
   await load(limit, stream(limit, 1), { duration: 2 })
   const before = await cacheCounters(svc)
@@ -268,6 +269,13 @@ const small = sqliteStore('mix', PETS)
 for (const dist of ['zipf', 'uniform']) {
   await withService(`sqlite-${dist}`, { DATABASE_URL: small }, svc => compare(`SQLite ${PETS / 1000}k, ${dist}`, svc, limit, PETS, dist))
 }
+// The Zipf mix with CORS on (an allowed Origin on every request) and with tracing on (spans to a local receiver).
+const sink = await startOtlpSink()
+for (const [feature, env] of Object.entries(featureEnvs(sink.url))) {
+  await withService(`sqlite-zipf-${feature.replace(' ', '-')}`, { DATABASE_URL: small, ...env }, svc => compare(`SQLite ${PETS / 1000}k, zipf, ${feature}`, svc, limit, PETS, 'zipf', true, feature === 'CORS on' ? { origin: 'https://app.example' } : {}))
+}
+await sink.close()
+if (process.env.MIX_FEATURES_ONLY === '1') process.exit(0)
 // The same reads without the creates: how much of the distance to the limit the durable creates make.
 for (const dist of ['zipf', 'uniform']) {
   await withService(`sqlite-${dist}-reads`, { DATABASE_URL: small }, svc => compare(`SQLite ${PETS / 1000}k, ${dist}, reads only`, svc, limit, PETS, dist, false))

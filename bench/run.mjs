@@ -12,6 +12,7 @@ import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { startCluster } from '../scripts/pg-cluster.mjs'
+import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
 import { cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, log, percentile, requireBuild, ROOT, scratch, startService as startProcess, stop, waitReady } from './lib.mjs'
 
 requireBuild()
@@ -337,8 +338,8 @@ function target (name, value, op, bound, how) {
   targets.push({ name, value, op, bound, met, how })
 }
 
-/** Scenarios 1 and 2 (SQLite reads), side by side with the baseline, and the read cache's counters after them. */
-async function sqliteReads (svc) {
+/** Scenarios 1 and 2 (SQLite reads, `svc` on `dbPath`), side by side with the baseline, and the read cache's counters after them; then with CORS and tracing on. */
+async function sqliteReads (svc, dbPath) {
   log('1. list')
   const s1 = await sideBySide('1 list limit=20', svc, { path: LIST }, base, { path: LIST })
   target('1 list ≥ 0.6 of baseline', s1.sa.ratio, '>=', 0.6, 'req/s service / baseline')
@@ -361,7 +362,37 @@ async function sqliteReads (svc) {
     f.cpuRatio = s.sb.cpuUsPerReq / f.cpuUsPerReq
   }
   await stop(floor.child)
+  await featureReads(dbPath)
   return { s1, s2 }
+}
+
+/**
+ * Scenarios 1 and 2 again with CORS on (requests carry an allowed Origin) and with tracing on (a
+ * span per request exported to a local OTLP receiver), each next to the same baseline: the one
+ * request path with the features that add to it. Tracing's cost is judged against the plain rows.
+ */
+async function featureReads (dbPath) {
+  const sink = await startOtlpSink()
+  try {
+    for (const [feature, env] of Object.entries(featureEnvs(sink.url))) {
+      log(`1–2 with ${feature}`)
+      const svc = await startService(`service-${feature.replace(' ', '-')}`, dbPath, env)
+      const headers = feature === 'CORS on' ? { ...AUTH, origin: 'https://app.example' } : AUTH
+      try {
+        const r1 = await sideBySide(`1 list limit=20, ${feature}`, svc, { path: LIST, headers }, base, { path: LIST })
+        const r2 = await sideBySide(`2 getPet, ${feature}`, svc, { path: PET, headers }, base, { path: PET })
+        if (feature === 'tracing on') log(`  (${sink.exports()} span exports received)`)
+        else {
+          target(`1 list ≥ 0.65 of baseline per CPU, ${feature}`, r1.sa.cpuRatio, '>=', 0.65, 'server CPU µs/req baseline / service')
+          target(`2 getPet ≥ 0.65 of baseline per CPU, ${feature}`, r2.sa.cpuRatio, '>=', 0.65, 'server CPU µs/req baseline / service')
+        }
+      } finally {
+        await stop(svc.child)
+      }
+    }
+  } finally {
+    await sink.close()
+  }
 }
 
 log(`bench: ${DURATION}s runs, ${CONNECTIONS} connections, ${coreCount} cores, ${canPin ? 'servers pinned to core 0, load generator to core 1' : 'no CPU pinning (taskset missing or 1 core)'}`)
@@ -395,7 +426,7 @@ if (ONLY === 'all') {
   ]
   base = await startBaseline(responses)
 
-  const { s1, s2 } = await sqliteReads(svc)
+  const { s1, s2 } = await sqliteReads(svc, smallDb)
 
   log('logger cost: getPet with LOG_LEVEL=warn (no per-request lines) next to info, as npm start runs')
   const quiet = await startService('service warn-log', smallDb, { LOG_LEVEL: 'warn' })
@@ -461,10 +492,11 @@ if (ONLY === 'all') {
 
 // --only=reads: scenarios 1–2 and 8.1–8.2, the read targets alone (~1 min), for working on the hot path.
 if (ONLY === 'reads') {
-  const svc = await startService('service', makeStore('small', SMALL), {}, { metrics: true })
+  const db = makeStore('small', SMALL)
+  const svc = await startService('service', db, {}, { metrics: true })
   responses = [await capture(svc, 'GET', LIST, AUTH), await capture(svc, 'GET', PET, AUTH), await capture(svc, 'POST', '/v1/pets', POST_HEADERS, POST_BODY)]
   base = await startBaseline(responses)
-  await sqliteReads(svc)
+  await sqliteReads(svc, db)
   await stop(svc.child)
 }
 

@@ -1,7 +1,6 @@
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config.js'
-import { FastLane, laneServer, ROUTER_OPTIONS } from './fast-lane.js'
 import { requestLogger } from './request-logger.js'
 import bearerAuth from './plugins/auth.js'
 import beforeBody from './plugins/before-body.js'
@@ -15,7 +14,7 @@ import observability from './plugins/observability.js'
 import { docsRoutes, openApiPlugin } from './plugins/openapi.js'
 import overload from './plugins/overload.js'
 import rateLimits from './plugins/rate-limit.js'
-import requestChecks from './plugins/request-checks.js'
+import requestChecks, { type RequestSteps } from './plugins/request-checks.js'
 import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
 import storeNotices from './plugins/store-notices.js'
@@ -38,30 +37,37 @@ export interface AppOptions {
   metrics?: Metrics
   /** How often the event-loop delay is sampled for overload shedding (tests shorten it). */
   pressureSampleIntervalMs?: number
-  /** Whether cached reads may be answered by the fast lane (fast-lane.ts); tests compare with it off. */
-  fastLane?: boolean
   /** OpenTelemetry tracing, when on (tracing.ts; the entry starts it before the store opens). */
   tracing?: Tracing
 }
 
 /**
+ * The steps every request meets, by name, in this order (docs/explanation/architecture.md):
+ * - on arrival, one synchronous onRequest hook (request-checks.ts): the request id and its header,
+ *   nosniff and the edge checks (Host, target length, framing), the 503 while closing, the 503 while
+ *   the event loop lags, then the asterisk-form target (`OPTIONS *`);
+ * - then, under /v1, the scope's first onRequest hook, the authentication policy (auth.ts):
+ *   authentication, the key's limit, the route's scope, decided at once while the key cache and the
+ *   in-memory limits answer;
+ * - before a byte of the body, one synchronous preParsing hook: 404/405 and undecodable URLs, then
+ *   Expect, Content-Encoding and the declared size (413), and 100-continue;
+ * - then the route's validation and handler, and at the end the access line and metrics (observability.ts).
+ */
+const REQUEST_STEPS: RequestSteps = {
+  onArrival: ['request id', 'edge', 'closing', 'overload', 'asterisk-form'],
+  beforeBody: ['unrouted', 'body']
+}
+
+/**
  * Builds the service without listening: one plugin per concern, registered in the order a request
  * meets them (docs/explanation/architecture.md). Each plugin installs its own hooks and its own clean-up;
- * the checks every request meets on arrival (request id to overload) and before its body (404/405
- * to 100-continue) run as one synchronous hook per stage (request-checks.ts), in this same order.
+ * the checks every request meets on arrival and before its body run as one synchronous hook per
+ * stage (request-checks.ts), in the order REQUEST_STEPS names them.
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
-export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, fastLane = true, tracing }: AppOptions): Promise<FastifyInstance> {
-  // The fast lane (fast-lane.ts): in front of Fastify's handler on the node:http server, it answers
-  // the cached reads every plugin below would let through at once, with their own functions, and
-  // hands every other request to Fastify before doing anything. Not installed with CORS on (it does
-  // not do CORS), nor with HOST=localhost, where Fastify listens on every address of the name only
-  // with a server it made itself (a serverFactory's server gets the first alone), nor while tracing:
-  // its answers would have no server span (docs/how-to/observe.md, "Traces").
-  const lane = fastLane && config.corsOrigins.length === 0 && config.host !== 'localhost' && tracing === undefined ? new FastLane() : undefined
-  const app = Fastify(serverOptions(config, logger, lane))
-  if (lane !== undefined) app.addHook('onRoute', lane.onRoute)
+export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, tracing }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions(config, logger))
   let built = false
   // The first onClose hook, so the last to run (Fastify runs them in reverse order of registration).
   app.addHook('onClose', async () => { if (built) await store.close() })
@@ -69,7 +75,7 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     // First: the server span must start before any other hook and end after every other onSend.
     if (tracing !== undefined) await app.register(tracing.plugin)
     await app.register(observability, { metrics, tracing })
-    await app.register(requestChecks)
+    await app.register(requestChecks, REQUEST_STEPS)
     await app.register(requestId)
     await app.register(hardening)
     await app.register(shutdown)
@@ -87,7 +93,6 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(rootRoutes)
     await app.register(healthRoutes, { store })
     await app.register(v1Routes, { prefix: '/v1', config, store, now })
-    lane?.open(app)
   } catch (err) {
     await app.close() // stops what already started (the overload sampler, Redis); the store stays the caller's
     throw err
@@ -97,10 +102,8 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
 }
 
 /** Fastify's own settings: the ones that cannot be a plugin's, because the server is made with them. */
-function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['logger'], lane: FastLane | undefined): FastifyHttpOptions<Server> {
+function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['logger']): FastifyHttpOptions<Server> {
   return {
-    // Fastify's documented way to make the server itself: the same server, with the lane in front.
-    ...(lane === undefined ? {} : { serverFactory: laneServer(lane) }),
     logger: logger === false
       ? false
       : {
@@ -128,7 +131,7 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
     return503OnClosing: false,
     // No parameter is matched by a regex, so the router needs no length cap of its own (the hardening
     // plugin bounds the target: 414 past MAX_TARGET_LENGTH); a long petId meets its validator: 400.
-    routerOptions: ROUTER_OPTIONS,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16384 },
     // A URL the router cannot decode goes through the same plugins as any other (see plugins/errors.ts).
     frameworkErrors: routeBadUrls,
     // Fastify's own compilers, loaded and run on first use rather than at start.

@@ -3,7 +3,6 @@ import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import type { Scope } from '../schemas/scopes.js'
 import { ApiKeyVerifier, missingScope, type KeyGrant, type KeyRefusal } from '../services/api-keys.js'
-import type { ReplySink } from '../reply-sink.js'
 import { hasBody } from './before-body.js'
 import type { Metrics } from './metrics.js'
 import type { Store } from '../store/store.js'
@@ -17,8 +16,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The authentication policy, as an onRequest hook for the scope of the protected routes. */
     authenticate: (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void
-    /** The policy's verdict where it needs no wait and no answer of its own: its hook's first step, and the fast lane's. */
-    admission: Admission
   }
 }
 
@@ -39,18 +36,17 @@ export const NO_STORE = 'no-store'
  * well-formed bearer key that the verifier's cache trusts as valid now, holding the scope the route
  * needs, and limits that let it through at once (counted in memory, no address block in force, room
  * left under the key's limit). The authentication hook takes this step first, the whole policy only
- * when it does not admit; the fast lane (fast-lane.ts) answers only requests admitted here, so a key
- * without the route's scope is never answered there (the policy answers its 403).
+ * when it does not admit.
  */
-export interface Admission {
+interface Admission {
   /**
    * The key's id when the request is admitted at once; undefined: the whole policy decides. No side
    * effect. `scope` names what the route needs (its config.scope); it is asked only of a key that
    * does not hold every scope.
    */
   admit: (authorization: string | undefined, now: number, scope: () => Scope | undefined) => number | undefined
-  /** Admits it: the key's use recorded, the request counted against the key, and the policy's headers set on `reply`. */
-  enter: (keyId: number, now: number, reply: ReplySink) => void
+  /** Admits it: the key's use recorded, and the request counted against the key (its headers set on `reply`). */
+  enter: (keyId: number, now: number, reply: FastifyReply) => void
 }
 
 function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
@@ -62,10 +58,15 @@ function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
     },
     enter: (keyId, now, reply) => {
       verifier.used(keyId, now)
-      reply.header('cache-control', NO_STORE)
       limits.countAtOnce(keyId, now, reply)
     }
   }
+}
+
+/** The one place a request is marked authenticated: the key's id on the request, and the response private. */
+function authenticated (request: FastifyRequest, reply: FastifyReply, keyId: number): void {
+  request.apiKeyId = keyId
+  reply.header('cache-control', NO_STORE)
 }
 
 /** Why the policy refused a request, as petstore_auth_refusals_total counts it: never the key itself. */
@@ -153,8 +154,7 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
   // A success: the key's id on the request, the response private, the request counted against the
   // key; then the route's scope (403 once counted, unless the count answered 429).
   const accepted = (request: FastifyRequest, reply: FastifyReply, grant: KeyGrant, done: HookHandlerDoneFunction): void => {
-    request.apiKeyId = grant.id
-    reply.header('cache-control', NO_STORE)
+    authenticated(request, reply, grant.id)
     const missing = missingScope(grant, () => routeScope(request))
     if (missing !== undefined) metrics.authRefusals.inc({ reason: 'insufficient_scope' })
     whenCounted(() => limits.countKeyUse(request, reply), done, missing === undefined ? undefined : insufficientScope(missing, grant))
@@ -175,7 +175,7 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
     const now = Date.now()
     const admitted = atOnce.admit(request.headers.authorization, now, () => routeScope(request))
     if (admitted !== undefined) {
-      request.apiKeyId = admitted
+      authenticated(request, reply, admitted)
       atOnce.enter(admitted, now, reply)
       done()
       return
@@ -204,7 +204,6 @@ async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheT
   const atOnce = admission(app.rateLimits, verifier)
   app.decorateRequest('apiKeyId', 0)
   app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce, app.metrics))
-  app.decorate('admission', atOnce)
   app.addHook('onClose', async () => { await verifier.close() })
 }
 

@@ -11,7 +11,7 @@ const awaitingContinue = new WeakSet<IncomingMessage>()
 /** Requests with an expectation other than 100-continue. */
 const unmetExpectation = new WeakSet<IncomingMessage>()
 
-/** Whether the request carries a body (declared by its length or sent chunked); the fast lane asks it too. */
+/** Whether the request carries a body (declared by its length or sent chunked). */
 export function hasBody (request: { headers: IncomingHttpHeaders }): boolean {
   const length = request.headers['content-length']
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
@@ -57,7 +57,7 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
     done()
   })
 
-  app.checkBeforeBody((request, reply) => {
+  app.checkBeforeBody('body', (request, reply) => {
     if (unmetExpectation.has(request.raw)) throw new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
     if (!BODY_METHODS.has(request.method) || !hasBody(request)) return
     const codings = contentCodings(request)

@@ -1,10 +1,8 @@
 import type { IncomingMessage } from 'node:http'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
-import FindMyWay from 'find-my-way'
 import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreUnavailableError } from '../errors.js'
 import type { Store } from '../store/store.js'
-import { NOSNIFF } from './hardening.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -59,28 +57,6 @@ export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   return reply.code(error.statusCode).type(JSON_TYPE).send(error.toBody() satisfies ErrorBody)
 }
 
-/** Every route, by method, to answer 405 with Allow instead of 404 when only the method is wrong. */
-export class RouteTable {
-  private readonly routes: Array<{ method: string, url: string }> = []
-  private router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1> | undefined
-
-  record (method: string | string[], url: string): void {
-    for (const m of Array.isArray(method) ? method : [method]) this.routes.push({ method: m, url })
-  }
-
-  allowedMethods (path: string): string[] {
-    if (this.router === undefined) {
-      this.router = FindMyWay()
-      for (const r of this.routes) this.router.on(r.method as FindMyWay.HTTPMethod, r.url, () => {})
-    }
-    const methods = new Set<string>()
-    for (const r of this.routes) {
-      if (!methods.has(r.method) && this.router.find(r.method as FindMyWay.HTTPMethod, path) !== null) methods.add(r.method)
-    }
-    return [...methods].sort()
-  }
-}
-
 /**
  * Raw requests whose URL the router could not decode, re-dispatched with the URL made decodable
  * (see routeBadUrls); the errorHandling plugin answers them once every scope's onRequest hooks ran.
@@ -108,9 +84,15 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
     request.server.routing(raw, reply.raw)
     return
   }
-  reply.header('x-request-id', request.id)
-  reply.header('x-content-type-options', NOSNIFF)
-  sendError(reply, toApiError(err))
+  // The arrival steps (request id, nosniff, the edge checks...), as every other request meets them.
+  let answered: boolean
+  try {
+    answered = request.server.arrive(request, reply)
+  } catch (refused) {
+    sendError(reply, toApiError(refused as Error))
+    return
+  }
+  if (!answered) sendError(reply, toApiError(err))
 }
 
 declare module 'node:http' {
@@ -134,11 +116,15 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     return sendError(reply, error)
   })
 
-  const routes = new RouteTable()
+  // The methods of the routes, for Allow. The CORS preflight catch-all answers OPTIONS anywhere; it
+  // must not turn 404s into 405s.
+  const methods = new Set<string>()
   app.addHook('onRoute', (route) => {
-    // The CORS preflight catch-all answers OPTIONS anywhere; it must not turn 404s into 405s.
-    if (route.url !== '*' && route.url !== '/*') routes.record(route.method, route.url)
+    if (route.url !== '*' && route.url !== '/*') for (const m of [route.method].flat()) methods.add(m)
   })
+  /** The methods a path has: each asked of Fastify's own router (the app's router options), sorted. */
+  const allowedMethods = (path: string): string[] =>
+    [...methods].filter(method => app.findRoute({ method: method as HTTPMethods, url: path }) !== null).sort()
   /**
    * 405 with Allow when the path exists for other methods, else 404. A route that exists for this
    * very method but found nothing (a missing file under /docs/static) is a 404 too, never a 405
@@ -146,12 +132,23 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
    */
   const unrouted = (request: FastifyRequest): ApiError => {
     const path = request.url.split('?', 1)[0]!
-    const allowed = routes.allowedMethods(path)
+    const allowed = allowedMethods(path)
     if (allowed.length > 0 && !allowed.includes(request.method)) {
       return new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') })
     }
     return new ApiError('not_found', `no route ${request.method} ${path}`)
   }
+  // The asterisk-form target (RFC 9112 §3.2.4) asks about the server as a whole, and only OPTIONS
+  // may: the answer lists every method the server has. Any other method with it is refused.
+  let serverMethods: string | undefined
+  app.checkOnArrival('asterisk-form', (request, reply) => {
+    if (request.url !== '*') return
+    if (request.method !== 'OPTIONS') throw new ApiError('bad_request', `the request target * is only for OPTIONS, not ${request.method}`)
+    serverMethods ??= [...new Set([...methods, 'OPTIONS'])].sort().join(', ')
+    reply.code(204).header('allow', serverMethods).send()
+    return true
+  })
+
   app.decorate('notFoundHandler', async (request: FastifyRequest, reply: FastifyReply) => sendError(reply, unrouted(request)))
   app.setNotFoundHandler(app.notFoundHandler)
 
@@ -160,7 +157,7 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   // A request no route takes is answered here too, 404 or 405, whatever its method and body: Fastify
   // would otherwise read, limit and parse the body of a not-found request (413, invalid_json, or its
   // own 400 for a QUERY without Content-Type) before the not-found handler runs.
-  app.checkBeforeBody((request) => {
+  app.checkBeforeBody('unrouted', (request) => {
     if (badUrls.has(request.raw)) throw new ApiError('invalid_parameter', BAD_URL_MESSAGE)
     if (request.is404) throw unrouted(request)
   })

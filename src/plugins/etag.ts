@@ -3,7 +3,6 @@ import { Readable } from 'node:stream'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import type { ReplySink } from '../reply-sink.js'
 import type { Representation } from '../services/pet-reads.js'
 import { JSON_TYPE } from './errors.js'
 
@@ -58,7 +57,7 @@ export function etagOf (body: string | Buffer): string {
 export const REVALIDATE = 'private, no-cache'
 
 /**
- * The answer to a read of `rep`, for the route's handler and the fast lane alike: status and headers
+ * The answer to a read of `rep`: status and headers
  * set on `reply`, the body to send returned (undefined for a 304, which has none). The ETag is the
  * representation's own (computed once, when it was made), and caches must revalidate it. The
  * preconditions of RFC 9110 §13.2.2, in its order:
@@ -68,7 +67,7 @@ export const REVALIDATE = 'private, no-cache'
  * `If-Modified-Since` and `If-Unmodified-Since` are ignored: no response carries Last-Modified
  * (RFC 9110 §13.1.3–13.1.4: a recipient ignores them then).
  */
-export function answerRead (headers: IncomingHttpHeaders, reply: ReplySink, rep: Representation): string | undefined {
+export function answerRead (headers: IncomingHttpHeaders, reply: FastifyReply, rep: Representation): string | undefined {
   const im = headers['if-match']
   if (im !== undefined && !ifMatchHolds(im, rep.etag)) {
     throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this resource: it changed since it was read')

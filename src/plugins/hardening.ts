@@ -47,8 +47,7 @@ function transferCodings (value: string): string[] {
 }
 
 /**
- * What is wrong at the edge of a request, as the Error that answers it, or undefined. The fast lane
- * asks it too (fast-lane.ts), so both paths refuse the same requests. The rules are the MUSTs of
+ * What is wrong at the edge of a request, as the Error that answers it, or undefined. The rules are the MUSTs of
  * RFC 9110/9112 that Node's parser leaves to the server:
  * - a request target longer than MAX_TARGET_LENGTH → 414; one with a fragment → 400 (the
  *   origin-form is path and query, RFC 9112 §3.2.1; a client never sends `#`);
@@ -62,7 +61,7 @@ function transferCodings (value: string): string[] {
  * Each is answered with `Connection: close`: after a framing the server does not trust, or a request
  * it refused unread, the next bytes on the connection are not known to start a request.
  */
-export function edgeProblem (req: IncomingMessage): ApiError | undefined {
+function edgeProblem (req: IncomingMessage): ApiError | undefined {
   const url = req.url ?? ''
   if (url.length > MAX_TARGET_LENGTH) return new ApiError('uri_too_long', `the request target is longer than ${MAX_TARGET_LENGTH} characters`)
   if (url.includes('#')) return new ApiError('bad_request', 'the request target must not contain a fragment (#)')
@@ -88,7 +87,7 @@ export function edgeProblem (req: IncomingMessage): ApiError | undefined {
  * edge rules above, and CONNECT routed like any other method instead of a dropped connection.
  */
 async function hardening (app: FastifyInstance): Promise<void> {
-  app.checkOnArrival((request, reply) => {
+  app.checkOnArrival('edge', (request, reply) => {
     reply.header('x-content-type-options', NOSNIFF)
     const problem = edgeProblem(request.raw)
     if (problem !== undefined) {

@@ -87,8 +87,6 @@ export class Metrics {
   readonly authRefusals = new LabelledTally<'reason'>()
   readonly overloaded = new LabelledTally()
   readonly storeErrors = new LabelledTally<'store'>()
-  /** Requests the fast lane answered (fast-lane.ts); each is also in every other count, as if Fastify had. */
-  readonly fastLane = new Tally()
   /** Read cache lookups (services/pet-reads.ts): a lookup costs one increment. */
   readonly readCache: Record<ReadCacheKind, { hits: Tally, misses: Tally }> = {
     pet: { hits: new Tally(), misses: new Tally() },
@@ -148,9 +146,6 @@ export class Metrics {
     new Counter({ name: 'petstore_overload_rejections_total', help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.', registers, collect: tallied(this.overloaded) })
     // eslint-disable-next-line no-new
     new Counter({ name: 'petstore_store_errors_total', help: 'Failures to reach a backing store: the database (sqlite/postgres) or the rate-limit Redis.', labelNames: ['store'], registers, collect: tallied(this.storeErrors) })
-    const fastLane = this.fastLane
-    // eslint-disable-next-line no-new
-    new Counter({ name: 'petstore_fast_lane_responses_total', help: 'getPet and listPets reads answered by the fast lane ahead of Fastify (read cache hits; on SQLite, misses too), with the same answer; they are counted in every other metric too.', registers, collect () { this.reset(); this.inc(fastLane.n) } })
     const getPetCalls = this.getPetCalls
     // eslint-disable-next-line no-new
     new Counter({

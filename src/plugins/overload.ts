@@ -3,13 +3,6 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Whether requests are being shed now (the fast lane hands those to Fastify, which answers 503). */
-    overloaded: () => boolean
-  }
-}
-
 export interface OverloadOptions {
   /** Mean event-loop delay (ms) past which requests are shed; 0 turns shedding off. */
   maxEventLoopDelayMs: number
@@ -27,16 +20,11 @@ export interface OverloadOptions {
  */
 async function overload (app: FastifyInstance, opts: OverloadOptions): Promise<void> {
   const max = opts.maxEventLoopDelayMs
-  if (max <= 0) {
-    app.decorate('overloaded', () => false)
-    return
-  }
+  if (max <= 0) return
   await app.register(underPressure, { sampleInterval: opts.sampleIntervalMs ?? 1000 })
   const pressure = app.memoryUsage
-  const overloaded = (): boolean => pressure().eventLoopDelay > max
-  app.decorate('overloaded', overloaded)
-  app.checkOnArrival(() => {
-    if (!overloaded()) return
+  app.checkOnArrival('overload', () => {
+    if (pressure().eventLoopDelay <= max) return
     app.metrics.overloaded.inc()
     throw new ApiError('service_unavailable', 'the server is overloaded; retry later', { 'retry-after': '2' })
   })

@@ -3,7 +3,6 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Metrics } from './metrics.js'
-import type { ReplySink } from '../reply-sink.js'
 import { MemoryWindows, type WindowCount } from './rate-windows.js'
 
 /** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
@@ -87,8 +86,7 @@ export class RateLimits {
       return
     }
     if (knownKey(request)) return
-    reply.header('ratelimit-policy', this.addressPolicy)
-    reply.header('ratelimit', `"address";r=0;t=${Math.ceil(left / 1000)}`)
+    limitHeaders(reply, this.addressPolicy, 'address', 0, left)
     throw this.refuse('address', left)
   }
 
@@ -116,8 +114,7 @@ export class RateLimits {
 
   private failureCounted (request: FastifyRequest, reply: FastifyReply, v: Verdict | undefined): void {
     if (v === undefined) return
-    reply.header('ratelimit-policy', this.addressPolicy)
-    reply.header('ratelimit', `"address";r=${v.remaining};t=${Math.ceil(v.ttl / 1000)}`)
+    limitHeaders(reply, this.addressPolicy, 'address', v.remaining, v.ttl)
     if (v.exceeded) {
       if (this.blocked.size >= 10000) this.blocked.clear()
       const until = Date.now() + v.ttl
@@ -129,8 +126,7 @@ export class RateLimits {
 
   private keyUseCounted (reply: FastifyReply, v: Verdict | undefined): void {
     if (v === undefined) return
-    reply.header('ratelimit-policy', this.keyPolicy)
-    reply.header('ratelimit', keyRemaining(v))
+    limitHeaders(reply, this.keyPolicy, 'key', v.remaining, v.ttl)
     if (v.exceeded) throw this.refuse('key', v.ttl)
   }
 
@@ -147,12 +143,12 @@ export class RateLimits {
   }
 
   /** For a request admitsAtOnce let through: counts it against its key and sets the headers countKeyUse sets. */
-  countAtOnce (keyId: number, now: number, reply: ReplySink): void {
+  countAtOnce (keyId: number, now: number, reply: FastifyReply): void {
     // Every block has ended: forget them all, as refuseBlockedAddress forgets each when its address comes back.
     if (this.blocked.size > 0) this.blocked.clear()
     if (this.keyWindows === undefined) return
-    reply.header('ratelimit-policy', this.keyPolicy)
-    reply.header('ratelimit', keyRemaining(verdict(this.keyMax, this.keyWindows.hit(keyWindow(keyId), now))))
+    const v = verdict(this.keyMax, this.keyWindows.hit(keyWindow(keyId), now))
+    limitHeaders(reply, this.keyPolicy, 'key', v.remaining, v.ttl)
   }
 
   /** Redis unreachable for a count: the request is let through (availability over strictness), and that is said. */
@@ -178,8 +174,11 @@ export class RateLimits {
 /** The window of an API key's requests. */
 const keyWindow = (keyId: number): string => `key:${keyId}`
 
-/** The RateLimit header value of a key's count. */
-const keyRemaining = (v: Verdict): string => `"key";r=${v.remaining};t=${Math.ceil(v.ttl / 1000)}`
+/** The one place the RateLimit-Policy and RateLimit headers are set: the limit's policy, what is left, and the seconds until its window ends. */
+function limitHeaders (reply: FastifyReply, policy: string, limit: 'key' | 'address', remaining: number, ttlMs: number): void {
+  reply.header('ratelimit-policy', policy)
+  reply.header('ratelimit', `"${limit}";r=${remaining};t=${Math.ceil(ttlMs / 1000)}`)
+}
 
 /** A window's count against a limit of `max`. */
 function verdict (max: number, w: WindowCount): Verdict {

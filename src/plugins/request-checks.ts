@@ -2,53 +2,84 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
 /**
- * One check a request meets: sets what it must on the reply and returns, or throws the Error (an
- * ApiError) that answers the request instead. Synchronous by design: see requestChecks.
+ * One step a request meets: sets what it must on the reply and returns, throws the Error (an
+ * ApiError) that answers the request instead, or answers it itself (reply.send) and returns true,
+ * which ends the request's steps and hooks. Synchronous by design: see requestChecks.
  */
-export type RequestCheck = (request: FastifyRequest, reply: FastifyReply) => void
+export type RequestCheck = (request: FastifyRequest, reply: FastifyReply) => boolean | undefined | void
+
+/** The names of the steps of each stage, in the order a request meets them (app.ts lists them). */
+export interface RequestSteps {
+  /** On arrival: the one onRequest pass of every request. */
+  onArrival: readonly string[]
+  /** Before the body: the one preParsing pass (after the onRequest hooks of the scope the URL addresses, authentication included). */
+  beforeBody: readonly string[]
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Adds a check to the one onRequest pass of every request; checks run in the order added. */
-    checkOnArrival: (check: RequestCheck) => void
-    /**
-     * Adds a check to the one preParsing pass of every request (after the onRequest hooks of the
-     * scope the URL addresses, authentication included, before a byte of the body is read).
-     */
-    checkBeforeBody: (check: RequestCheck) => void
+    /** Sets the check of the named step of the onRequest pass (a name app.ts lists). */
+    checkOnArrival: (step: string, check: RequestCheck) => void
+    /** Sets the check of the named step of the preParsing pass (a name app.ts lists). */
+    checkBeforeBody: (step: string, check: RequestCheck) => void
+    /** Runs the onRequest pass's steps for a request that meets no hook (a URL the router refused); throws as a step does, true when a step answered. */
+    arrive: (request: FastifyRequest, reply: FastifyReply) => boolean
+  }
+}
+
+/** A stage's steps: each check in its named slot, run in the listed order; a step left unset is skipped. */
+function stage (stageName: string, names: readonly string[]): { set: (step: string, check: RequestCheck) => void, run: (request: FastifyRequest, reply: FastifyReply) => boolean } {
+  const slots: Array<RequestCheck | undefined> = names.map(() => undefined)
+  let checks: RequestCheck[] = []
+  return {
+    set: (step, check) => {
+      const i = names.indexOf(step)
+      if (i === -1) throw new Error(`request step '${step}' is not in the ${stageName} steps listed in app.ts (${names.join(', ')})`)
+      if (slots[i] !== undefined) throw new Error(`request step '${step}' is set twice`)
+      slots[i] = check
+      checks = slots.filter(c => c !== undefined)
+    },
+    run: (request, reply) => {
+      for (let i = 0; i < checks.length; i++) if (checks[i]!(request, reply) === true) return true
+      return false
+    }
   }
 }
 
 /**
- * The checks of several plugins, run as one synchronous hook per stage instead of one hook each:
- * each plugin still owns its concern (its file, its set-up and clean-up) and adds its check here,
- * in the order app.ts registers the plugins, which is the order a request meets them. One hook
- * costs one call through Fastify's hook runner; a chain of them costs one per check (and an
- * `async` hook a promise and a microtask tick more), on every request.
- * Registered first, so its two hooks are in every scope, and checks added later still run.
+ * The per-request steps of several plugins, run as one synchronous hook per stage instead of one
+ * hook each: each plugin still owns its concern (its file, its set-up and clean-up) and sets the
+ * check of its named step here; the order is app.ts's list, whatever order the plugins register
+ * in. One hook costs one call through Fastify's hook runner; a chain of them costs one per check
+ * (and an `async` hook a promise and a microtask tick more), on every request.
+ * Registered first, so its two hooks are in every scope, and checks set later still run.
  */
-async function requestChecks (app: FastifyInstance): Promise<void> {
-  const onArrival: RequestCheck[] = []
-  const beforeBody: RequestCheck[] = []
-  app.decorate('checkOnArrival', (check: RequestCheck) => { onArrival.push(check) })
-  app.decorate('checkBeforeBody', (check: RequestCheck) => { beforeBody.push(check) })
+async function requestChecks (app: FastifyInstance, steps: RequestSteps): Promise<void> {
+  const onArrival = stage('onArrival', steps.onArrival)
+  const beforeBody = stage('beforeBody', steps.beforeBody)
+  app.decorate('checkOnArrival', onArrival.set)
+  app.decorate('checkBeforeBody', beforeBody.set)
+  app.decorate('arrive', onArrival.run)
   app.addHook('onRequest', (request, reply, done) => {
+    let answered: boolean
     try {
-      for (let i = 0; i < onArrival.length; i++) onArrival[i]!(request, reply)
+      answered = onArrival.run(request, reply)
     } catch (err) {
       done(err as Error)
       return
     }
-    done()
+    // A step that answered ends the request here: a hook that replies does not call done.
+    if (!answered) done()
   })
   app.addHook('preParsing', (request, reply, payload, done) => {
+    let answered: boolean
     try {
-      for (let i = 0; i < beforeBody.length; i++) beforeBody[i]!(request, reply)
+      answered = beforeBody.run(request, reply)
     } catch (err) {
       done(err as Error)
       return
     }
-    done(null, payload)
+    if (!answered) done(null, payload)
   })
 }
 

@@ -4,8 +4,8 @@ import fp from 'fastify-plugin'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** A request's id: its X-Request-Id when well-formed, else a new UUID (the fast lane uses it too). */
-export function requestIdOf (given: string | string[] | undefined): string {
+/** A request's id: its X-Request-Id when well-formed, else a new UUID. */
+function requestIdOf (given: string | string[] | undefined): string {
   // An id that looks like an API key is replaced: a key pasted into the wrong header must not reach the logs.
   return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes('psk_') ? given : randomUUID()
 }
@@ -17,7 +17,7 @@ export function requestIdOf (given: string | string[] | undefined): string {
  */
 async function requestId (app: FastifyInstance): Promise<void> {
   app.setGenReqId((req) => requestIdOf(req.headers['x-request-id']))
-  app.checkOnArrival((request, reply) => { reply.header('x-request-id', request.id) })
+  app.checkOnArrival('request id', (request, reply) => { reply.header('x-request-id', request.id) })
 }
 
 export default fp(requestId, { name: 'petstore-request-id', dependencies: ['petstore-request-checks'] })

@@ -44,7 +44,7 @@ async function shutdown (app: FastifyInstance): Promise<void> {
     clearInterval(sweep)
     done()
   })
-  app.checkOnArrival((_request, reply) => {
+  app.checkOnArrival('closing', (_request, reply) => {
     if (!closing) return
     reply.header('connection', 'close')
     throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })

@@ -4,10 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import type { CachedRead } from '../fast-lane.js'
 import { answerRead, etagOf, refusePreconditions } from '../plugins/etag.js'
 import type { Metrics } from '../plugins/metrics.js'
-import type { ReplySink } from '../reply-sink.js'
 import {
   ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
   PetSchema, PetsSchema, type ListPetsQuery, type NewPet, type Pet
@@ -57,7 +55,7 @@ function fingerprint (pet: NewPet): string {
  * Makes a read's 200 representation once, for its answer and the read cache: the body serialized by
  * the 200 schema the route declares, compiled by the app's serializer compiler as Fastify compiles
  * the route's own (on first use: the compiler is set up once the routes are), and its strong ETag.
- * No reply is needed, so the Fastify handler and the fast lane make it alike.
+ * No reply is needed: the read cache keeps what it makes.
  */
 function representer (app: FastifyInstance, url: string, schema: TSchema): (payload: Pet | Pet[], link?: string) => Representation {
   let serialize: ((payload: unknown) => string) | undefined
@@ -97,14 +95,6 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     const status = q.status === undefined ? '' : `&status=${q.status}`
     return pageJson(pets, `</v1/pets?limit=${q.limit}${status}&cursor=${cursors.encode(last.id, q.status)}>; rel="next"`)
   }
-  const listPets: CachedRead<unknown, ListPetsQuery> = {
-    lookup: (_params, query) => {
-      const page = pageOf(query)
-      return page === undefined ? undefined : reads.pageSoon(page, pageRender(query))
-    },
-    missed: () => { reads.countMiss('page') },
-    answer: (headers, _keyId, reply, rep) => answerRead(headers, reply, rep)
-  }
 
   app.get('/pets', {
     schema: {
@@ -123,7 +113,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
         ...errorResponses(['invalid_parameter', ...AUTHORIZATION_CODES, 'precondition_failed', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     },
-    config: { scope: 'pets:read', cachedRead: listPets }
+    config: { scope: 'pets:read' }
   }, (request, reply) => {
     const q = request.query
     const page = pageOf(q)
@@ -189,23 +179,12 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const pastSunset = (): boolean => opts.now() >= opts.getPetSunsetAt.getTime()
   metrics.watchGetPetSunset(opts.getPetSunsetAt)
   /** On every response of getPet, errors included. */
-  const deprecated = (reply: ReplySink): void => {
+  const deprecated = (reply: FastifyReply): void => {
     reply.header('deprecation', deprecation)
     reply.header('sunset', sunset)
     reply.header('link', SUCCESSOR)
   }
-  // The route's hooks below, in their order, for a getPet the fast lane answers.
   const petJson = representer(fastify, `${fastify.prefix}/pets/:petId`, PET)
-  const getPet: CachedRead<{ petId: bigint }> = {
-    lookup: ({ petId }) => pastSunset() ? undefined : reads.petSoon(petId, petJson),
-    missed: () => { reads.countMiss('pet') },
-    answer: (headers, keyId, reply, rep) => {
-      metrics.countGetPetCall(keyId)
-      const body = answerRead(headers, reply, rep)
-      deprecated(reply)
-      return body
-    }
-  }
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet',
@@ -223,7 +202,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
         ...errorResponses(['invalid_parameter', ...AUTHORIZATION_CODES, 'not_found', 'gone', 'precondition_failed', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
       }
     },
-    config: { scope: 'pets:read', cachedRead: getPet },
+    config: { scope: 'pets:read' },
     // Runs for every response of this operation, errors (401 included) too.
     // Both hooks callback-style: an async hook costs a promise per request.
     onSend: (_request, reply, payload, done) => {

@@ -45,8 +45,16 @@ export function describeUnroutedRequests (document: Json): Json {
   }
   const responses: Json = {}
   responses['204'] = {
-    description: 'A CORS preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), only when CORS_ORIGINS is set; no body.',
-    headers: { 'X-Request-Id': header('X-Request-Id') }
+    description: 'A CORS preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), only when CORS_ORIGINS is set; ' +
+      'or `OPTIONS *` (the asterisk-form target, RFC 9112 §3.2.4), with `Allow` listing every method the server has. No body.',
+    headers: {
+      'X-Request-Id': header('X-Request-Id'),
+      Allow: {
+        description: 'On `OPTIONS *` only: every method the server has, comma-separated.',
+        schema: { type: 'string', pattern: '^[A-Z-]+(, [A-Z-]+)*$' },
+        example: 'GET, HEAD, OPTIONS, POST'
+      }
+    }
   }
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(status, codes)
   // The docs page's static files carry @fastify/static's weak validators.
@@ -55,6 +63,7 @@ export function describeUnroutedRequests (document: Json): Json {
     description: 'Answers to a request that matches no operation, for every method the HTTP parser accepts (CONNECT included): ' +
       '404 `not_found` for a path not listed, 405 `method_not_allowed` with `Allow` for a listed path and another method, ' +
       'decided before any body is read. Under `/v1` authentication and rate limits come first (401, 429). ' +
+      'The request target `*` is answered 204 to OPTIONS and 400 `bad_request` to any other method. ' +
       'A HEAD request gets the same status and headers, without a body.',
     responses,
     documentation: {

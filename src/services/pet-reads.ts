@@ -2,9 +2,8 @@
  * The read path of getPet and listPets, for every store: a cache of finished 200 representations
  * (JSON body, strong ETag, Link) above the Store interface, so a hit does no query, no
  * serialization and no hashing. A miss builds the representation once, for its answer and the cache.
- * On a store that reads synchronously (SQLite) every read, hit or miss, is answered at once (petNow,
- * pageNow); on another (PostgreSQL) a miss is a Promise, which the fast lane waits for (petSoon,
- * pageSoon).
+ * On a store that reads synchronously (SQLite) every read, hit or miss, is answered at once; on
+ * another (PostgreSQL) a miss is a Promise of the store's answer.
  *
  * Why a cached entry can never go stale, on any instance and either store:
  * 1. Pets are immutable. The Store interface has no update or delete, and nothing else writes the
@@ -93,95 +92,45 @@ export class PetReads {
   }
 
   /**
-   * getPet answered at once: the cached representation (the hit counted), or, on a store that reads
-   * synchronously (Store.readsNow), the pet read now, made into its representation by `render` and
-   * kept (the miss counted); undefined, with nothing counted, when it cannot be answered at once (a
-   * store that reads asynchronously: see pet()) or no pet has this id.
+   * getPet: the cached representation (the hit counted), or the pet read from the store and made
+   * into its representation by `render` and kept (the miss counted); undefined when no pet has this
+   * id. At once for a hit and on a store that reads synchronously (Store.readsNow), else a Promise.
    */
-  petNow (id: bigint, render: (pet: Pet) => Representation): Representation | undefined {
+  pet (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
     const key = petKey(id)
     const hit = this.cache?.get(key)
     if (hit !== undefined) {
       this.counters.pet.hits.inc()
       return hit
     }
-    const pet = this.store.readsNow?.getPet(id)
-    if (pet === undefined) return undefined
     this.counters.pet.misses.inc()
-    return this.keep(key, render(pet))
+    const now = this.store.readsNow
+    if (now === undefined) return this.fetchPet(key, id, render)
+    const pet = now.getPet(id)
+    return pet === undefined ? undefined : this.keep(key, render(pet))
   }
 
-  /**
-   * getPet: the pet's representation (made by `render` on a miss), or undefined when no pet has this
-   * id; synchronously when petNow answers (a hit; any read of a store that reads synchronously), else
-   * a Promise of the store's answer.
-   */
-  pet (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
-    const now = this.petNow(id, render)
-    if (now !== undefined) return now
-    this.counters.pet.misses.inc()
-    // petNow read a store that reads synchronously: no pet has this id.
-    if (this.store.readsNow !== undefined) return undefined
-    return this.fetchPet(id, render)
-  }
-
-  /**
-   * getPet as the fast lane asks it: petNow's answer, or, on a store that reads asynchronously, a
-   * Promise of the pet's representation (read, made and kept) or of undefined when no pet has this
-   * id. The Promise's miss is not counted here: the lane counts it (countMiss) when it answers, and
-   * a request it hands to the route is counted there, once.
-   */
-  petSoon (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
-    const now = this.petNow(id, render)
-    if (now !== undefined || this.store.readsNow !== undefined) return now
-    return this.fetchPet(id, render)
-  }
-
-  /** Counts a miss the fast lane answered from petSoon's or pageSoon's Promise. */
-  countMiss (kind: 'pet' | 'page'): void {
-    this.counters[kind].misses.inc()
-  }
-
-  private async fetchPet (id: bigint, render: (pet: Pet) => Representation): Promise<Representation | undefined> {
+  private async fetchPet (key: string, id: bigint, render: (pet: Pet) => Representation): Promise<Representation | undefined> {
     const pet = await this.store.getPet(id)
-    return pet === undefined ? undefined : this.keep(petKey(id), render(pet))
+    return pet === undefined ? undefined : this.keep(key, render(pet))
   }
 
   /**
-   * listPets answered at once: the cached page (the hit counted), or, on a store that reads
-   * synchronously, the page read now and made by `render` (kept when full; the miss counted);
-   * undefined, with nothing counted, on a store that reads asynchronously (see page()). `render` gets
-   * the page's pets and, when more follow, the last of them (the next page starts after it).
+   * listPets: the cached page (the hit counted), or the page read from the store and made by `render`
+   * (kept when full; the miss counted). `render` gets the page's pets and, when more follow, the last
+   * of them (the next page starts after it). At once for a hit and on a store that reads
+   * synchronously, else a Promise.
    */
-  pageNow (q: PageQuery, render: PageRender): Representation | undefined {
+  page (q: PageQuery, render: PageRender): Representation | Promise<Representation> {
     const hit = this.cache?.get(pageKey(q))
     if (hit !== undefined) {
       this.counters.page.hits.inc()
       return hit
     }
+    this.counters.page.misses.inc()
     const now = this.store.readsNow
-    if (now === undefined) return undefined
-    const pets = now.listPets(rowsOf(q))
-    this.counters.page.misses.inc()
-    return this.made(q, pets, render)
-  }
-
-  /** listPets: the page's representation, synchronously when pageNow answers, else a Promise of the store's answer. */
-  page (q: PageQuery, render: PageRender): Representation | Promise<Representation> {
-    const now = this.pageNow(q, render)
-    if (now !== undefined) return now
-    this.counters.page.misses.inc()
-    return this.fetchPage(q, render)
-  }
-
-  /**
-   * listPets as the fast lane asks it: pageNow's answer, or, on a store that reads asynchronously, a
-   * Promise of the page's representation, its miss not counted (see petSoon).
-   */
-  pageSoon (q: PageQuery, render: PageRender): Representation | undefined | Promise<Representation> {
-    const now = this.pageNow(q, render)
-    if (now !== undefined || this.store.readsNow !== undefined) return now
-    return this.fetchPage(q, render)
+    if (now === undefined) return this.fetchPage(q, render)
+    return this.made(q, now.listPets(rowsOf(q)), render)
   }
 
   private async fetchPage (q: PageQuery, render: PageRender): Promise<Representation> {

@@ -6,7 +6,7 @@ import { metricsUrlOf, runCli, startServer, type RunningServer } from '../helper
 
 /*
  * Scopes, expiry and scheduled revocation through the real binary and HTTP, on every store: keys
- * made by `petstore keys create`, requests sent to `petstore serve` (the fast lane included: a
+ * made by `petstore keys create`, requests sent to `petstore serve` (a
  * second read of a pet is a cached read).
  */
 

@@ -61,7 +61,7 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       const { id } = await created.json() as { id: number }
       const read = await fetch(`${server.url}/v1/pets/${id}?api_token=query-secret-value&status=sold`, { headers: { ...auth, traceparent, tracestate: 'vendor=abc' } })
       assert.equal(read.status, 200)
-      // Read again: now a cached read, which the fast lane would answer ahead of Fastify; it steps aside.
+      // Read again: now a cached read, answered from the read cache, with its own server span.
       const cachedTrace = 'a'.repeat(32)
       assert.equal((await fetch(`${server.url}/v1/pets/${id}`, { headers: { ...auth, traceparent: `00-${cachedTrace}-${PARENT_ID}-01` } })).status, 200)
       const missing = await fetch(`${server.url}/v1/pets/999999`, { headers: auth })
