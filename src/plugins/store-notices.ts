@@ -8,7 +8,7 @@ import type { Store } from '../store/store.js'
  * and a SQLite store whose database file is gone from under it (an error: it takes no create from then on).
  */
 export default async function storeNotices (app: FastifyInstance, opts: { store: Pick<Store, 'onNamingStopped' | 'onGone'> }): Promise<void> {
-  opts.store.onGone?.((line, reason) => { app.log.error({ reason }, line) })
+  opts.store.onGone?.((line, reason, level) => { app.log[level]({ reason }, line) })
   opts.store.onNamingStopped?.((e) => {
     app.log.warn(
       { sqlstate: e.code, serverMessage: e.serverMessage, setting: 'PG_PREPARED_STATEMENTS' },

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { closeSync, copyFileSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, copyFileSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
+import Database from 'better-sqlite3'
 import { tempDir } from '../helpers/app.js'
 import { checkResponse } from '../helpers/conformance.js'
 import { makeKey } from '../helpers/server-process.js'
@@ -16,7 +17,7 @@ import { runServerToExit, startServer, waitForOutput, type RunningServer } from 
 const BODY = '{"name":"Rex","categoryId":1}'
 const WRITERS = 8
 
-interface Answer { afterChange: boolean, status: number, code: string | undefined }
+interface Answer { afterChange: boolean, status: number, code: string | undefined, id: number | undefined }
 
 /**
  * Creates from WRITERS clients in a loop; `change` runs (synchronously) once some creates are
@@ -32,8 +33,8 @@ async function createsAcross (server: RunningServer, auth: Record<string, string
       const afterChange = changed
       const res = await fetch(`${server.url}/v1/pets`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: BODY })
       const text = await res.text()
-      const code = res.status === 201 ? undefined : (JSON.parse(text) as { code: string }).code
-      answers.push({ afterChange, status: res.status, code })
+      const body = JSON.parse(text) as { code?: string, id?: number }
+      answers.push({ afterChange, status: res.status, code: body.code, id: res.status === 201 ? body.id : undefined })
       if (res.status === 201 && ++created === 100 && !changed) {
         change()
         changed = true
@@ -72,6 +73,27 @@ async function assertGone (server: RunningServer, answers: Answer[], reason: str
   assert.equal(server.stdout().split('\n').filter(l => l.includes('SQLite store gone')).length, 1, 'one line, not one per refused request')
 }
 
+/**
+ * The copy the server wrote of the store it had (removed or replaced): every acknowledged create is
+ * in it, it is a sound database, readable by this user only.
+ */
+async function assertCopyHoldsEveryAcknowledged (server: RunningServer, dir: string, answers: Answer[]): Promise<void> {
+  await waitForOutput(server, /"msg":"SQLite store copy written: /)
+  const copies = readdirSync(dir).filter(f => /^petstore\.db\.gone-[^-]/.test(f) && !f.includes('-wal') && !f.includes('-shm'))
+  assert.equal(copies.length, 1, readdirSync(dir).join(' '))
+  const copy = join(dir, copies[0]!)
+  assert.equal((statSync(copy).mode & 0o777).toString(8), '600')
+  const db = new Database(copy, { readonly: true })
+  try {
+    assert.equal(db.pragma('quick_check', { simple: true }), 'ok')
+    const ids = new Set((db.prepare('SELECT id FROM pets').pluck().all() as number[]).map(Number))
+    const acked = answers.filter(a => a.status === 201).map(a => a.id!)
+    assert.deepEqual(acked.filter(id => !ids.has(id)), [], 'every acknowledged pet is in the copy')
+  } finally {
+    db.close()
+  }
+}
+
 async function stop (server: RunningServer): Promise<void> {
   server.child.kill('SIGTERM')
   const { code } = await server.exited
@@ -87,12 +109,13 @@ async function setUp (t: TestContext) {
 }
 
 describe('the SQLite file gone from under the compiled server, under create load', () => {
-  it('removed (rm of the database, its WAL and shm): creates refused, /readyz 503, one line; the restart refuses to start an empty store', async (t) => {
-    const { db, auth, server } = await setUp(t)
+  it('removed (rm of the database, its WAL and shm): creates refused, /readyz 503, one line, a copy with every acknowledged create; the restart refuses to start an empty store', async (t) => {
+    const { dir, db, auth, server } = await setUp(t)
     const answers = await createsAcross(server, auth, () => {
       for (const suffix of ['', '-wal', '-shm']) rmSync(`${db}${suffix}`)
     })
     await assertGone(server, answers, 'removed')
+    await assertCopyHoldsEveryAcknowledged(server, dir, answers)
     await stop(server)
 
     const restart = await runServerToExit({ DATABASE_URL: `sqlite:${db}`, PORT: '0' })
@@ -101,7 +124,7 @@ describe('the SQLite file gone from under the compiled server, under create load
     assert.doesNotMatch(restart.stdout, /API key/, 'no new first key')
   })
 
-  it('replaced (a backup moved over it): creates refused, /readyz 503, one line; the backup is left as it was and serves on restart', async (t) => {
+  it('replaced (a backup moved over it): creates refused, /readyz 503, one line, a copy with every acknowledged create; the backup is left as it was and serves on restart', async (t) => {
     const { dir, db, auth, server } = await setUp(t)
     const backup = join(dir, 'backup.db')
     let restored: Buffer | undefined
@@ -112,6 +135,7 @@ describe('the SQLite file gone from under the compiled server, under create load
       renameSync(backup, db)
     })
     await assertGone(server, answers, 'replaced')
+    await assertCopyHoldsEveryAcknowledged(server, dir, answers)
     await stop(server)
     assert.deepEqual(readFileSync(db), restored, 'nothing was checkpointed into the restored file')
     assert.equal(readdirSync(dir).filter(f => f.startsWith('petstore.db-wal.gone-')).length, 1, 'the old WAL is set aside, not left to be replayed')

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs'
+import { closeSync, openSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { StoreGoneError, StoreUnavailableError } from '../../errors.js'
@@ -193,7 +193,9 @@ export class SqliteStore implements Store {
   private checkpointing = false
   /** Set once the file at the path is found not to be this store's (or malformed): writes are refused from then on. */
   private gone: StoreGoneError | undefined
-  private readonly goneListeners: Array<(line: string, reason: StoreGoneError['reason']) => void> = []
+  private readonly goneListeners: GoneListener[] = []
+  /** The copy of the database written once it is gone (removed or replaced): settles when written or failed. */
+  private rescue: Promise<void> | undefined
   private readonly writer: WorkerWriter | undefined
 
   private constructor (
@@ -249,9 +251,9 @@ export class SqliteStore implements Store {
    * Calls `listener` once with the operator's line (what happened and what to do) when the store's
    * file is found gone; at once if it already is.
    */
-  onGone (listener: (line: string, reason: StoreGoneError['reason']) => void): void {
+  onGone (listener: GoneListener): void {
     this.goneListeners.push(listener)
-    if (this.gone !== undefined && this.goneLine !== undefined) listener(this.goneLine, this.gone.reason)
+    if (this.gone !== undefined && this.goneLine !== undefined) listener(this.goneLine, this.gone.reason, 'error')
   }
 
   private goneLine: string | undefined
@@ -281,24 +283,44 @@ export class SqliteStore implements Store {
     if (this.gone !== undefined) return this.gone
     this.gone = new StoreGoneError(found.reason, { cause })
     const path = this.file?.identity.path ?? 'the database'
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-')
     let aside: string | undefined
     let asideFailed: string | undefined
     if (found.reason !== 'malformed') {
       try {
-        aside = this.file?.setAside(new Date().toISOString().replace(/[:.]/g, '-'))
+        aside = this.file?.setAside(stamp)
       } catch (err) {
         asideFailed = String((err as { code?: unknown }).code ?? (err as Error).message)
       }
     }
+    // Removed or replaced, the file still open is the store as it was: everything it acknowledged.
+    const copy = found.reason === 'removed' || found.reason === 'replaced' ? `${path}.gone-${stamp}` : undefined
     const todo = found.reason === 'malformed'
       ? `Stop this instance, check the file with: sqlite3 ${path} 'PRAGMA integrity_check', restore it from a backup, and start again.`
-      : `Stop this instance, put the right database file back at ${path} (or restore a backup), and start again; what it acknowledged since your last backup was in the file it had open.`
+      : `Stop this instance, put the right database file back at ${path} (or restore a backup), and start again.`
     this.goneLine = `SQLite store gone: ${found.what}. This instance acknowledges no create from now on (503 store_gone) and /readyz answers 503; reads go on from the file it has open. ` +
+      (copy !== undefined ? `A copy of the store as this instance has it (every create it acknowledged) is being written to ${copy}. ` : '') +
       (aside !== undefined ? `Its write-ahead log was moved to ${aside}, so that no later start replays it into another file. ` : '') +
       (asideFailed !== undefined ? `Its write-ahead log could not be moved away (${asideFailed}): move ${path}-wal and ${path}-shm away before the next start. ` : '') +
       todo
-    for (const listener of this.goneListeners) listener(this.goneLine, found.reason)
+    for (const listener of this.goneListeners) listener(this.goneLine, found.reason, 'error')
+    if (copy !== undefined) this.rescue = this.copyTo(copy, found.reason)
     return this.gone
+  }
+
+  /**
+   * Writes the store as this connection sees it (the file it opened and its WAL) to a new file, mode
+   * 0600, through SQLite's online backup: nothing is written into the file at the path.
+   */
+  private async copyTo (copy: string, reason: StoreGoneError['reason']): Promise<void> {
+    const tell = (line: string, level: 'error' | 'info') => { for (const listener of this.goneListeners) listener(line, reason, level) }
+    try {
+      closeSync(openSync(copy, 'wx', 0o600))
+      await this.db.backup(copy)
+      tell(`SQLite store copy written: ${copy} holds the store as this instance had it when its file was ${reason}. To keep what it acknowledged, stop this instance and put that file in place of the database (it is a complete database, without -wal or -shm).`, 'info')
+    } catch (err) {
+      tell(`SQLite store copy failed: ${copy} (${String((err as { code?: unknown }).code ?? (err as Error).message)}); the creates this instance acknowledged since the last backup are only in the file it has open: do not stop it before copying them (petstore export cannot reach that file).`, 'error')
+    }
   }
 
   /**
@@ -549,6 +571,7 @@ export class SqliteStore implements Store {
 
   async close (): Promise<void> {
     await this.creates.drain()
+    await this.rescue
     // The background thread's connection is not the last: its close checkpoints nothing.
     await this.writer?.close()
     await this.wal?.close()
@@ -565,6 +588,9 @@ export class SqliteStore implements Store {
     this.db.close()
   }
 }
+
+/** Told once the store is gone (an error line), and of the copy it then writes (a line of its own). */
+type GoneListener = (line: string, reason: StoreGoneError['reason'], level: 'error' | 'info') => void
 
 /** Whether opening `path` would make a new database: no file there, or an empty one. */
 function isNew (path: string): boolean {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
 import { StoreGoneError } from '../../../src/errors.js'
@@ -10,7 +10,7 @@ import { StoreFile } from '../../../src/store/sqlite/store-file.js'
 import { tempDir } from '../../helpers/app.js'
 import { onCleanup } from '../../helpers/cleanup.js'
 
-const PET = { name: 'Rex', categoryId: 1, status: 'available' } as const
+const PET = { name: 'Rex', categoryId: 1n, status: 'available' } as const
 
 async function openStore (path: string): Promise<SqliteStore> {
   return await SqliteStore.open({ path, synchronous: 'FULL' })
@@ -92,7 +92,7 @@ describe('StoreFile: the identity of the file the store opened', () => {
     const d = StoreFile.open(path, storeIdOf(path), false)
     closeSync(openSync(path, 'w'))
     assert.equal(d.check()?.reason, 'overwritten')
-    d.file?.close?.()
+    d.close()
   })
 
   it('watches the write-ahead log too: removed alone, it is found', async (t) => {
@@ -108,20 +108,29 @@ describe('a SQLite store whose file is gone from under it', () => {
   it('acknowledges no create once the file is removed, says so once (path, cause, what to do), and fails readiness with the cause', async (t) => {
     const path = join(tempDir(t), 'petstore.db')
     const { store, lines } = await watched(t, path)
-    await store.createPet(PET)
+    const acknowledged = await store.createPet(PET)
     await store.ping()
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`)
     await assert.rejects(store.createPet(PET), (err: unknown) => err instanceof StoreGoneError && err.reason === 'removed' && /removed/.test(err.message))
     await assert.rejects(store.createPet(PET), StoreGoneError)
     await assert.rejects(store.ping(), (err: unknown) => err instanceof StoreGoneError && err.reason === 'removed')
-    assert.equal(lines.length, 1, 'one line, however many requests are refused')
+    assert.equal(lines.filter(l => l.startsWith('SQLite store gone')).length, 1, 'one line, however many requests are refused')
     assert.match(lines[0]!, new RegExp(`${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} no longer exists`))
     assert.match(lines[0]!, /put the right database file back/)
-    assert.doesNotMatch((await store.createPet(PET).catch((e: Error) => e)).message, new RegExp(path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), 'the client never sees a path')
+    await assert.rejects(store.createPet(PET), (err: Error) => !err.message.includes(path), 'the client never sees a path')
+    // The store as it had it, copied beside the path once it is gone: every pet it acknowledged.
+    await store.close()
+    assert.match(lines[1]!, /^SQLite store copy written: /)
+    const copies = readdirSync(dirname(path)).filter(f => /^petstore\.db\.gone-/.test(f))
+    assert.equal(copies.length, 1, copies.join(' '))
+    const copy = new Database(join(dirname(path), copies[0]!), { readonly: true })
+    // The acknowledged pet; the refused batch that found the change had reached the old file too.
+    assert.deepEqual(copy.prepare('SELECT id FROM pets ORDER BY id').pluck().all(), [acknowledged.id, acknowledged.id + 1n].map(Number))
+    copy.close()
     // A listener added later still hears of it.
     const late: string[] = []
     store.onGone((line) => late.push(line))
-    assert.deepEqual(late, lines)
+    assert.deepEqual(late, lines.slice(0, 1))
   })
 
   it('replaced (mv over it): moves its WAL away from the path, so the file there now is never given this log', async (t) => {
