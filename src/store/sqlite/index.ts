@@ -191,11 +191,14 @@ export class SqliteStore implements Store {
   private hidden: { from: bigint, to: bigint } | undefined
   private commitsSinceCheckpoint = 0
   private checkpointing = false
-  /** Set once the file at the path is found not to be this store's (or malformed): writes are refused from then on. */
-  private gone: StoreGoneError | undefined
+  /**
+   * Once the file at the path is found not to be this store's (or malformed): the error every write
+   * gets from then on, the operator's line, and the copy of the store being written (removed or
+   * replaced; settles when written or failed). One object, never replaced: a wrapper of the store
+   * (tracing's, whose methods run with the wrapper as `this`) shares it.
+   */
+  private readonly lost: { gone?: StoreGoneError, line?: string, rescue?: Promise<void> } = {}
   private readonly goneListeners: GoneListener[] = []
-  /** The copy of the database written once it is gone (removed or replaced): settles when written or failed. */
-  private rescue: Promise<void> | undefined
   private readonly writer: WorkerWriter | undefined
 
   private constructor (
@@ -243,7 +246,7 @@ export class SqliteStore implements Store {
   }
 
   private async unlessGone<T> (fn: () => Promise<T>): Promise<T> {
-    if (this.gone !== undefined) throw this.gone
+    if (this.lost.gone !== undefined) throw this.lost.gone
     return await fn()
   }
 
@@ -253,17 +256,15 @@ export class SqliteStore implements Store {
    */
   onGone (listener: GoneListener): void {
     this.goneListeners.push(listener)
-    if (this.gone !== undefined && this.goneLine !== undefined) listener(this.goneLine, this.gone.reason, 'error')
+    if (this.lost.gone !== undefined && this.lost.line !== undefined) listener(this.lost.line, this.lost.gone.reason, 'error')
   }
-
-  private goneLine: string | undefined
 
   /**
    * Whether the files at the store's path are still the ones it opened (one stat of the database,
    * one of its WAL, one read of its header): the store's StoreGoneError once they are not.
    */
   private checkFile (): StoreGoneError | undefined {
-    if (this.gone !== undefined || this.file === undefined) return this.gone
+    if (this.lost.gone !== undefined || this.file === undefined) return this.lost.gone
     let found: Gone | undefined
     try {
       found = this.file.check()
@@ -280,8 +281,8 @@ export class SqliteStore implements Store {
    * listeners once.
    */
   private becomeGone (found: Gone, cause?: unknown): StoreGoneError {
-    if (this.gone !== undefined) return this.gone
-    this.gone = new StoreGoneError(found.reason, { cause })
+    if (this.lost.gone !== undefined) return this.lost.gone
+    this.lost.gone = new StoreGoneError(found.reason, { cause })
     const path = this.file?.identity.path ?? 'the database'
     const stamp = new Date().toISOString().replace(/[:.]/g, '-')
     let aside: string | undefined
@@ -298,14 +299,14 @@ export class SqliteStore implements Store {
     const todo = found.reason === 'malformed'
       ? `Stop this instance, check the file with: sqlite3 ${path} 'PRAGMA integrity_check', restore it from a backup, and start again.`
       : `Stop this instance, put the right database file back at ${path} (or restore a backup), and start again.`
-    this.goneLine = `SQLite store gone: ${found.what}. This instance acknowledges no create from now on (503 store_gone) and /readyz answers 503; reads go on from the file it has open. ` +
+    this.lost.line = `SQLite store gone: ${found.what}. This instance acknowledges no create from now on (503 store_gone) and /readyz answers 503; reads go on from the file it has open. ` +
       (copy !== undefined ? `A copy of the store as this instance has it (every create it acknowledged) is being written to ${copy}. ` : '') +
       (aside !== undefined ? `Its write-ahead log was moved to ${aside}, so that no later start replays it into another file. ` : '') +
       (asideFailed !== undefined ? `Its write-ahead log could not be moved away (${asideFailed}): move ${path}-wal and ${path}-shm away before the next start. ` : '') +
       todo
-    for (const listener of this.goneListeners) listener(this.goneLine, found.reason, 'error')
-    if (copy !== undefined) this.rescue = this.copyTo(copy, found.reason)
-    return this.gone
+    for (const listener of this.goneListeners) listener(this.lost.line, found.reason, 'error')
+    if (copy !== undefined) this.lost.rescue = this.copyTo(copy, found.reason)
+    return this.lost.gone
   }
 
   /**
@@ -366,7 +367,7 @@ export class SqliteStore implements Store {
    * the caller has its answer).
    */
   private async writeNow<T> (write: () => T): Promise<T> {
-    const failed = this.gone ?? this.flushFailure()
+    const failed = this.lost.gone ?? this.flushFailure()
     if (failed !== undefined) throw failed
     const result = await this.whenWriteLockFree(write)
     this.committed()
@@ -395,7 +396,7 @@ export class SqliteStore implements Store {
 
   /** Why no write is taken now: the background thread stopped, or a flush failed. */
   private writeRefused (): StoreUnavailableError | undefined {
-    return this.gone ?? this.flushFailure() ?? this.writer?.stopped()
+    return this.lost.gone ?? this.flushFailure() ?? this.writer?.stopped()
   }
 
   /** The store's answer once a flush has failed (until a restart), else undefined. */
@@ -416,7 +417,7 @@ export class SqliteStore implements Store {
 
   /** Asks the background thread for a checkpoint, unless one is already under way. */
   private checkpoint (): void {
-    if (this.writer === undefined || this.checkpointing || this.gone !== undefined) return
+    if (this.writer === undefined || this.checkpointing || this.lost.gone !== undefined) return
     this.checkpointing = true
     this.commitsSinceCheckpoint = 0
     // A checkpoint that fails (the thread stopped) is asked again after the next commits, which are refused meanwhile.
@@ -571,7 +572,7 @@ export class SqliteStore implements Store {
 
   async close (): Promise<void> {
     await this.creates.drain()
-    await this.rescue
+    await this.lost.rescue
     // The background thread's connection is not the last: its close checkpoints nothing.
     await this.writer?.close()
     await this.wal?.close()
