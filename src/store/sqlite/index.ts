@@ -396,7 +396,9 @@ export class SqliteStore implements Store {
 
   /** Why no write is taken now: the background thread stopped, or a flush failed. */
   private writeRefused (): StoreUnavailableError | undefined {
-    return this.lost.gone ?? this.flushFailure() ?? this.writer?.stopped()
+    const stopped = this.writer?.stopped()
+    // A thread that stopped may have found the file gone (it opens only the store's own file).
+    return this.lost.gone ?? this.flushFailure() ?? (stopped === undefined ? undefined : this.checkFile() ?? stopped)
   }
 
   /** The store's answer once a flush has failed (until a restart), else undefined. */
