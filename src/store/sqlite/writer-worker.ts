@@ -27,7 +27,10 @@ const port = parentPort!
 // Every task first checks that the file at the path is still the store's (store-file.ts): this
 // thread's checkpoints copy the WAL into the database file, never into another one.
 const file = StoreFile.of(opened.identity, opened.idAtOpen)
-// Never a new file: the store made the database; if it is no longer at the path, this thread does not start.
+// Never another file: if the one at the path is no longer the store's, this thread does not start (a
+// connection of its own to another file would be that file's last, and checkpoint into it as it closes).
+const foundGone = file.check()
+if (foundGone !== undefined) throw new Error(`the SQLite writer thread did not start: ${foundGone.what}`)
 const db = openSqlite(path, synchronous, { mustExist: true })
 // Checkpoints are asked for by the store (checkpoint below), never run by a commit.
 db.pragma('wal_autocheckpoint = 0')
