@@ -26,7 +26,8 @@ export const ERROR_CODES = {
   header_too_large: { status: 431, description: 'The request line and headers are larger than 16 KiB; the connection is closed.' },
   internal_error: { status: 500, description: 'An unexpected failure; details are logged with the request id, never returned.' },
   not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders), or the body is sent with a transfer coding other than chunked (answered before routing; the connection is closed).' },
-  service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, or it is shutting down; see Retry-After.' }
+  service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, or it is shutting down; see Retry-After.' },
+  store_gone: { status: 503, description: 'The SQLite database file this instance opened was removed, replaced or overwritten, or is malformed: it acknowledges no create until an operator restores the file and restarts it (its /readyz says the same). Retry on another instance.' }
 } as const satisfies Record<string, { status: number, description: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES
@@ -67,5 +68,20 @@ export class StoreUnavailableError extends Error {
   constructor (message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.name = 'StoreUnavailableError'
+  }
+}
+
+/** Why a SQLite store's file is no longer the one it opened (src/store/sqlite/store-file.ts). */
+export type StoreGoneReason = 'removed' | 'replaced' | 'overwritten' | 'malformed'
+
+/**
+ * Thrown by the SQLite store once the file it opened is no longer the one at its path (removed,
+ * replaced, overwritten in place) or reads as malformed: nothing is acknowledged from then on. The
+ * message is the client's (no path); the store logs the operator's line once, with the path.
+ */
+export class StoreGoneError extends StoreUnavailableError {
+  constructor (readonly reason: StoreGoneReason, options?: { cause?: unknown }) {
+    super(`the store's database file was ${reason === 'malformed' ? 'found malformed' : reason} under the running instance: it acknowledges no create until an operator restores the file and restarts it`, options)
+    this.name = 'StoreGoneError'
   }
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreUnavailableError } from '../errors.js'
+import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreGoneError, StoreUnavailableError } from '../errors.js'
 import type { Store } from '../store/store.js'
 
 declare module 'fastify' {
@@ -25,6 +25,7 @@ const BAD_URL_MESSAGE = 'the request path is not valid percent-encoded UTF-8'
 /** Maps anything thrown while handling a request to the one Error shape the API answers with. */
 export function toApiError (err: FastifyError | Error): ApiError {
   if (err instanceof ApiError) return err
+  if (err instanceof StoreGoneError) return new ApiError('store_gone', err.message, { 'retry-after': '1' })
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'the store is unavailable; retry later', { 'retry-after': '1' })
   const e = err as FastifyError
   switch (e.code) {
@@ -112,7 +113,8 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     const error = toApiError(err)
     // An ApiError is an answer the service chose (501 for the unspecified orders route, 503 while
     // shutting down or shedding load): the access log line records it. Anything else is a failure.
-    if (error.statusCode >= 500 && !(err instanceof ApiError)) request.log.error({ err }, 'request failed')
+    // A store gone from under the service is told once, by the store (store-notices.ts), not per request.
+    if (error.statusCode >= 500 && !(err instanceof ApiError) && !(err instanceof StoreGoneError)) request.log.error({ err }, 'request failed')
     return sendError(reply, error)
   })
 

@@ -2,11 +2,13 @@ import type { FastifyInstance } from 'fastify'
 import type { Store } from '../store/store.js'
 
 /**
- * What the store decides on its own while serving, told once to the operator in the log. Today one
- * thing: PG_PREPARED_STATEMENTS=auto giving up named statements because a transaction-mode pooler
- * showed (the server answered 26000 or 42P05). /metrics shows the same as petstore_pg_named_statements.
+ * What the store decides on its own while serving, told once to the operator in the log:
+ * PG_PREPARED_STATEMENTS=auto giving up named statements because a transaction-mode pooler
+ * showed (the server answered 26000 or 42P05; /metrics shows the same as petstore_pg_named_statements),
+ * and a SQLite store whose database file is gone from under it (an error: it takes no create from then on).
  */
-export default async function storeNotices (app: FastifyInstance, opts: { store: Pick<Store, 'onNamingStopped'> }): Promise<void> {
+export default async function storeNotices (app: FastifyInstance, opts: { store: Pick<Store, 'onNamingStopped' | 'onGone'> }): Promise<void> {
+  opts.store.onGone?.((line, reason, level) => { app.log[level]({ reason }, line) })
   opts.store.onNamingStopped?.((e) => {
     app.log.warn(
       { sqlstate: e.code, serverMessage: e.serverMessage, setting: 'PG_PREPARED_STATEMENTS' },

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { ApiError } from '../errors.js'
+import { ApiError, StoreGoneError } from '../errors.js'
 import { JSON_TYPE } from '../plugins/errors.js'
 import { errorResponses, jsonResponse } from '../schemas/responses.js'
 import type { Store } from '../store/store.js'
@@ -30,7 +30,7 @@ export default async function healthRoutes (app: FastifyInstance, opts: { store:
       description: 'Outside /v1 and without authentication. Load balancers take an instance out of rotation on 503, which it also answers from the moment shutdown begins (SIGTERM: for `SHUTDOWN_DELAY_MS` while every other request is still served).',
       tags: ['health'],
       security: [],
-      response: { 200: jsonResponse('The store answers.', HealthSchema), ...errorResponses(['internal_error', 'service_unavailable']) }
+      response: { 200: jsonResponse('The store answers.', HealthSchema), ...errorResponses(['internal_error', 'service_unavailable', 'store_gone']) }
     }
   }, async (request, reply) => {
     // Shutting down (SIGTERM): out of rotation first, while requests are still served.
@@ -39,6 +39,7 @@ export default async function healthRoutes (app: FastifyInstance, opts: { store:
       await opts.store.ping()
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed')
+      if (err instanceof StoreGoneError) throw new ApiError('store_gone', err.message, { 'retry-after': '1' })
       throw new ApiError('service_unavailable', 'the store does not answer', { 'retry-after': '1' })
     }
     return reply.type(JSON_TYPE).send(OK)

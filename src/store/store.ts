@@ -1,3 +1,4 @@
+import type { StoreGoneReason } from '../errors.js'
 import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
 import type { Scope } from '../schemas/scopes.js'
 
@@ -162,6 +163,15 @@ export interface Store {
    * it too, whoever opened the store.
    */
   startWriter?(): void
+
+  /**
+   * SQLite: calls `fn` once with the operator's line (level error) when the store's database file is
+   * found removed, replaced, overwritten or malformed under the running store (at once if it already
+   * is); from then on it acknowledges no create (src/store/sqlite/store-file.ts). Removed or replaced,
+   * the store then writes a copy of itself beside the path, and `fn` is told again when it is written
+   * (info) or failed (error).
+   */
+  onGone?(fn: (line: string, reason: StoreGoneReason, level: 'error' | 'info') => void): void
 
   /** Resolves when the store answers a trivial query. */
   ping (): Promise<void>

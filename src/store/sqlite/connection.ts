@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 
@@ -13,9 +13,12 @@ const SYNC_VALUES: Record<SynchronousLevel, number> = { OFF: 0, NORMAL: 1, FULL:
  * better-sqlite3 would otherwise leave WAL databases at synchronous=NORMAL, which can lose the last
  * commits on power loss.
  */
-export function openSqlite (path: string, synchronous: SynchronousLevel): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const db = new Database(path)
+export function openSqlite (path: string, synchronous: SynchronousLevel, opts: { mustExist?: boolean } = {}): Database.Database {
+  if (path !== ':memory:' && opts.mustExist !== true) {
+    mkdirSync(dirname(path), { recursive: true })
+    createPrivate(path)
+  }
+  const db = new Database(path, { fileMustExist: opts.mustExist === true })
   db.defaultSafeIntegers(true)
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
   db.pragma('foreign_keys = ON')
@@ -23,6 +26,19 @@ export function openSqlite (path: string, synchronous: SynchronousLevel): Databa
   if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (journal_mode is ${String(mode)})`)
   setSynchronous(db, synchronous)
   return db
+}
+
+/**
+ * Creates the database file, empty, readable and writable by this user only (0600), unless it
+ * exists: SQLite would create it 0644, and it creates the -wal and -shm files with the mode of the
+ * database file. An existing file keeps its mode.
+ */
+function createPrivate (path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600))
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'EEXIST') throw err
+  }
 }
 
 /** Sets the connection's synchronous level and reads it back. */

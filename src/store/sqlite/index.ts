@@ -1,6 +1,7 @@
+import { closeSync, openSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
-import { StoreUnavailableError } from '../../errors.js'
+import { StoreGoneError, StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
 import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyGrant, toPet } from '../rows.js'
@@ -8,15 +9,21 @@ import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
 import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NewApiKey, PetReadsNow, Store } from '../store.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
+import { isMalformedError, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, writeMarker } from './start-checks.js'
+import { type Gone, newStoreId, StoreFile, type StoreFileIdentity } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
 
-/** Runs a synchronous better-sqlite3 call, turning "cannot work now" failures into StoreUnavailableError. */
-function guard<T> (fn: () => T): T {
+/**
+ * Runs a synchronous better-sqlite3 call, turning "cannot work now" failures into
+ * StoreUnavailableError; `malformed` is told of a failure that says the file is not a sound database.
+ */
+function guard<T> (fn: () => T, malformed?: (err: unknown) => void): T {
   try {
     return fn()
   } catch (err) {
+    if (isMalformedError(err)) malformed?.(err)
     if (isUnavailableError(err)) throw new StoreUnavailableError('the database is unavailable', { cause: err })
     throw err
   }
@@ -51,12 +58,17 @@ class WorkerWriter {
   private closed = false
   private up: { promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void } | undefined
 
-  constructor (private readonly path: string, private readonly synchronous: SynchronousLevel) {}
+  constructor (
+    private readonly path: string,
+    private readonly synchronous: SynchronousLevel,
+    private readonly file: { identity: StoreFileIdentity, idAtOpen: number | undefined },
+    private readonly onGone: (found: Gone) => StoreGoneError
+  ) {}
 
   start (): Worker {
     if (this.worker !== undefined) return this.worker
     const entry = writerEntry()
-    const workerData = { path: this.path, synchronous: this.synchronous }
+    const workerData = { path: this.path, synchronous: this.synchronous, file: this.file }
     const worker = entry.pathname.endsWith('.ts')
       ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData })
       : new Worker(entry, { workerData })
@@ -116,6 +128,7 @@ class WorkerWriter {
     if (p === undefined) return
     this.pending.delete(res.id)
     if (res.ok) p.resolve(res.result)
+    else if (res.gone !== undefined) p.reject(this.onGone(res.gone))
     else if (res.unavailable) p.reject(new StoreUnavailableError(`the database refused the write (${res.code ?? 'error'})`))
     else p.reject(Object.assign(new Error(res.message), { code: res.code }))
   }
@@ -178,21 +191,35 @@ export class SqliteStore implements Store {
   private hidden: { from: bigint, to: bigint } | undefined
   private commitsSinceCheckpoint = 0
   private checkpointing = false
+  /**
+   * Once the file at the path is found not to be this store's (or malformed): the error every write
+   * gets from then on, the operator's line, and the copy of the store being written (removed or
+   * replaced; settles when written or failed). One object, never replaced: a wrapper of the store
+   * (tracing's, whose methods run with the wrapper as `this`) shares it.
+   */
+  private readonly lost: { gone?: StoreGoneError, line?: string, rescue?: Promise<void> } = {}
+  private readonly goneListeners: GoneListener[] = []
+  private readonly writer: WorkerWriter | undefined
 
   private constructor (
     private readonly db: Database.Database,
-    private readonly writer: WorkerWriter | undefined,
+    private readonly file: StoreFile | undefined,
+    writer: { path: string, synchronous: SynchronousLevel } | undefined,
     private readonly wal: WalFlush | undefined
   ) {
+    this.writer = writer === undefined || file === undefined
+      ? undefined
+      : new WorkerWriter(writer.path, writer.synchronous, { identity: file.identity, idAtOpen: file.idAtOpen }, (found) => this.becomeGone(found))
     this.writes = prepareWrites(db)
     this.creates = new PetCreates(async (items) => await this.commitCreates(items),
       wal === undefined ? undefined : { minIntervalMs: FLUSH_INTERVAL_MS, fullBatch: FULL_BATCH })
-    this.purge = writer !== undefined
-      ? async (beforeMs) => await writer.run<number>({ op: 'purgeIdempotencyKeys', beforeMs })
-      : async (beforeMs) => guard(() => this.writes.purgeIdempotencyKeys(beforeMs))
-    this.touch = writer !== undefined
-      ? async (entries) => { await writer.run({ op: 'touchApiKeys', entries }) }
-      : async (entries) => { guard(() => this.writes.touchApiKeys(entries)) }
+    const worker = this.writer
+    this.purge = worker !== undefined
+      ? async (beforeMs) => await this.unlessGone(async () => await worker.run<number>({ op: 'purgeIdempotencyKeys', beforeMs }))
+      : async (beforeMs) => this.guard(() => this.writes.purgeIdempotencyKeys(beforeMs))
+    this.touch = worker !== undefined
+      ? async (entries) => { await this.unlessGone(async () => await worker.run({ op: 'touchApiKeys', entries })) }
+      : async (entries) => { this.guard(() => this.writes.touchApiKeys(entries)) }
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
       // The NOT BETWEEN skips the hidden batch (1 and 0, an empty range, when there is none).
@@ -213,6 +240,90 @@ export class SqliteStore implements Store {
   private readonly touch: (entries: Array<[number, string]>) => Promise<void>
   private readonly purge: (beforeMs: number) => Promise<number>
 
+  /** guard(), and a failure that says the file is malformed turns the store gone. */
+  private guard<T> (fn: () => T): T {
+    return guard(fn, (err) => this.becomeGone({ reason: 'malformed', what: `${this.file?.identity.path ?? 'the database'} reads as malformed (${String((err as { code?: unknown }).code)}: ${(err as Error).message})` }, err))
+  }
+
+  private async unlessGone<T> (fn: () => Promise<T>): Promise<T> {
+    if (this.lost.gone !== undefined) throw this.lost.gone
+    return await fn()
+  }
+
+  /**
+   * Calls `listener` once with the operator's line (what happened and what to do) when the store's
+   * file is found gone; at once if it already is.
+   */
+  onGone (listener: GoneListener): void {
+    this.goneListeners.push(listener)
+    if (this.lost.gone !== undefined && this.lost.line !== undefined) listener(this.lost.line, this.lost.gone.reason, 'error')
+  }
+
+  /**
+   * Whether the files at the store's path are still the ones it opened (one stat of the database,
+   * one of its WAL, one read of its header): the store's StoreGoneError once they are not.
+   */
+  private checkFile (): StoreGoneError | undefined {
+    if (this.lost.gone !== undefined || this.file === undefined) return this.lost.gone
+    let found: Gone | undefined
+    try {
+      found = this.file.check()
+    } catch (err) {
+      found = { reason: 'removed', what: `${this.file.identity.path} cannot be checked (${String((err as { code?: unknown }).code ?? (err as Error).message)})` }
+    }
+    return found === undefined ? undefined : this.becomeGone(found)
+  }
+
+  /**
+   * The store's file is not its own any more, or is malformed: from now on no write is taken, and
+   * this store's WAL and shared-memory files are moved away from the path (when they are still
+   * there), so that no later start replays this log into the file that is there now. Tells the
+   * listeners once.
+   */
+  private becomeGone (found: Gone, cause?: unknown): StoreGoneError {
+    if (this.lost.gone !== undefined) return this.lost.gone
+    this.lost.gone = new StoreGoneError(found.reason, { cause })
+    const path = this.file?.identity.path ?? 'the database'
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+    let aside: string | undefined
+    let asideFailed: string | undefined
+    if (found.reason !== 'malformed') {
+      try {
+        aside = this.file?.setAside(stamp)
+      } catch (err) {
+        asideFailed = String((err as { code?: unknown }).code ?? (err as Error).message)
+      }
+    }
+    // Removed or replaced, the file still open is the store as it was: everything it acknowledged.
+    const copy = found.reason === 'removed' || found.reason === 'replaced' ? `${path}.gone-${stamp}` : undefined
+    const todo = found.reason === 'malformed'
+      ? `Stop this instance, check the file with: sqlite3 ${path} 'PRAGMA integrity_check', restore it from a backup, and start again.`
+      : `Stop this instance, put the right database file back at ${path} (or restore a backup), and start again.`
+    this.lost.line = `SQLite store gone: ${found.what}. This instance acknowledges no create from now on (503 store_gone) and /readyz answers 503; reads go on from the file it has open. ` +
+      (copy !== undefined ? `A copy of the store as this instance has it (every create it acknowledged) is being written to ${copy}. ` : '') +
+      (aside !== undefined ? `Its write-ahead log was moved to ${aside}, so that no later start replays it into another file. ` : '') +
+      (asideFailed !== undefined ? `Its write-ahead log could not be moved away (${asideFailed}): move ${path}-wal and ${path}-shm away before the next start. ` : '') +
+      todo
+    for (const listener of this.goneListeners) listener(this.lost.line, found.reason, 'error')
+    if (copy !== undefined) this.lost.rescue = this.copyTo(copy, found.reason)
+    return this.lost.gone
+  }
+
+  /**
+   * Writes the store as this connection sees it (the file it opened and its WAL) to a new file, mode
+   * 0600, through SQLite's online backup: nothing is written into the file at the path.
+   */
+  private async copyTo (copy: string, reason: StoreGoneError['reason']): Promise<void> {
+    const tell = (line: string, level: 'error' | 'info') => { for (const listener of this.goneListeners) listener(line, reason, level) }
+    try {
+      closeSync(openSync(copy, 'wx', 0o600))
+      await this.db.backup(copy)
+      tell(`SQLite store copy written: ${copy} holds the store as this instance had it when its file was ${reason}. To keep what it acknowledged, stop this instance and put that file in place of the database (it is a complete database, without -wal or -shm).`, 'info')
+    } catch (err) {
+      tell(`SQLite store copy failed: ${copy} (${String((err as { code?: unknown }).code ?? (err as Error).message)}); the creates this instance acknowledged since the last backup are only in the file it has open: do not stop it before copying them (petstore export cannot reach that file).`, 'error')
+    }
+  }
+
   /**
    * Commits a batch of creates on this connection, then flushes it: its pets are hidden from reads
    * from the commit until the flush has completed, and the batch is answered after. A flush that
@@ -227,8 +338,10 @@ export class SqliteStore implements Store {
       return outcomes
     })
     this.committed()
-    if (this.wal === undefined) return outcomes
     await this.flushed()
+    // Acknowledged only while the file at the path is still the one written: else the batch stays hidden.
+    const gone = this.checkFile()
+    if (gone !== undefined) throw gone
     this.hidden = undefined
     return outcomes
   }
@@ -254,11 +367,13 @@ export class SqliteStore implements Store {
    * the caller has its answer).
    */
   private async writeNow<T> (write: () => T): Promise<T> {
-    const failed = this.flushFailure()
+    const failed = this.lost.gone ?? this.flushFailure()
     if (failed !== undefined) throw failed
     const result = await this.whenWriteLockFree(write)
     this.committed()
     await this.flushed()
+    const gone = this.checkFile()
+    if (gone !== undefined) throw gone
     return result
   }
 
@@ -273,7 +388,7 @@ export class SqliteStore implements Store {
       try {
         return write()
       } catch (err) {
-        if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) return guard(() => { throw err })
+        if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) return this.guard(() => { throw err })
       }
       await new Promise(resolve => setTimeout(resolve, BUSY_RETRY_MS))
     }
@@ -281,7 +396,9 @@ export class SqliteStore implements Store {
 
   /** Why no write is taken now: the background thread stopped, or a flush failed. */
   private writeRefused (): StoreUnavailableError | undefined {
-    return this.flushFailure() ?? this.writer?.stopped()
+    const stopped = this.writer?.stopped()
+    // A thread that stopped may have found the file gone (it opens only the store's own file).
+    return this.lost.gone ?? this.flushFailure() ?? (stopped === undefined ? undefined : this.checkFile() ?? stopped)
   }
 
   /** The store's answer once a flush has failed (until a restart), else undefined. */
@@ -302,7 +419,7 @@ export class SqliteStore implements Store {
 
   /** Asks the background thread for a checkpoint, unless one is already under way. */
   private checkpoint (): void {
-    if (this.writer === undefined || this.checkpointing) return
+    if (this.writer === undefined || this.checkpointing || this.lost.gone !== undefined) return
     this.checkpointing = true
     this.commitsSinceCheckpoint = 0
     // A checkpoint that fails (the thread stopped) is asked again after the next commits, which are refused meanwhile.
@@ -318,12 +435,19 @@ export class SqliteStore implements Store {
    * EXTRA flushes each commit itself (WalFlush).
    */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
-    const db = openSqlite(opts.path, opts.synchronous)
+    const onDisk = opts.path !== ':memory:'
+    const fresh = onDisk && isNew(opts.path)
+    if (fresh) refuseNewWhereDataWas(opts.path)
+    const db = openChecked(opts.path, opts.synchronous, !fresh)
     let wal: WalFlush | undefined
+    let file: StoreFile | undefined
     try {
       migrateSqlite(db)
       // :memory: is private to its connection: no background thread, nothing to flush.
-      if (opts.path === ':memory:') return new SqliteStore(db, undefined, undefined)
+      if (!onDisk) return new SqliteStore(db, undefined, undefined, undefined)
+      const storeId = ensureStoreId(db)
+      writeMarker(opts.path, storeId)
+      file = StoreFile.open(opts.path, storeId, true)
       db.pragma('wal_autocheckpoint = 0')
       // No busy handler on this connection: SQLite's sleeps on the event loop. Its writes wait for
       // the write lock in whenWriteLockFree; a read is not kept out by a writer or a checkpoint in
@@ -336,17 +460,22 @@ export class SqliteStore implements Store {
       }
     } catch (err) {
       await wal?.close()
+      file?.close()
       db.close()
       throw err
     }
-    return new SqliteStore(db, new WorkerWriter(opts.path, opts.synchronous), wal)
+    return new SqliteStore(db, file, opts, wal)
   }
 
   /** Applies pending migrations and returns their versions (used by `petstore migrate`). */
   static migrate (opts: SqliteStoreOptions): number[] {
-    const db = openSqlite(opts.path, opts.synchronous)
+    const fresh = opts.path !== ':memory:' && isNew(opts.path)
+    if (fresh) refuseNewWhereDataWas(opts.path)
+    const db = openChecked(opts.path, opts.synchronous, !fresh)
     try {
-      return migrateSqlite(db)
+      const versions = migrateSqlite(db)
+      if (opts.path !== ':memory:') writeMarker(opts.path, ensureStoreId(db))
+      return versions
     } finally {
       db.close()
     }
@@ -368,7 +497,7 @@ export class SqliteStore implements Store {
     getPet: (id) => {
       const h = this.hidden
       if (h !== undefined && id >= h.from && id <= h.to) return undefined
-      const row = guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
+      const row = this.guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
       return row === undefined ? undefined : toPet(row)
     },
     listPets: (params) => {
@@ -376,7 +505,7 @@ export class SqliteStore implements Store {
       const after = pageAfter(params)
       const h = this.hidden
       const [from, to] = h === undefined ? [1n, 0n] : [h.from, h.to]
-      const rows = guard(() => (status === undefined
+      const rows = this.guard(() => (status === undefined
         ? this.stmts.listAll.all(after, from, to, limit)
         : this.stmts.listByStatus.all(status, after, from, to, limit)) as PetRow[])
       return rows.map(toPet)
@@ -401,12 +530,12 @@ export class SqliteStore implements Store {
   }
 
   async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
-    const row = guard(() => this.stmts.keyByHash.get(hash) as KeyGrantRow | undefined)
+    const row = this.guard(() => this.stmts.keyByHash.get(hash) as KeyGrantRow | undefined)
     return row === undefined ? undefined : toKeyGrant(row)
   }
 
   async listApiKeys (): Promise<ApiKeyRecord[]> {
-    return guard(() => this.stmts.listKeys.all() as KeyRow[]).map(toApiKey)
+    return this.guard(() => this.stmts.listKeys.all() as KeyRow[]).map(toApiKey)
   }
 
   async revokeApiKey (id: number, at: Date): Promise<boolean> {
@@ -419,7 +548,7 @@ export class SqliteStore implements Store {
   }
 
   async countApiKeys (): Promise<number> {
-    return Number((guard(() => this.stmts.countKeys.get()) as { n: bigint }).n)
+    return Number((this.guard(() => this.stmts.countKeys.get()) as { n: bigint }).n)
   }
 
   async getOrCreateSetting (name: string, create: () => string): Promise<string> {
@@ -434,20 +563,73 @@ export class SqliteStore implements Store {
   }
 
   async ping (): Promise<void> {
-    guard(() => this.stmts.ping.get())
-    // Ready means writes can be taken too: no flush has failed, and the background thread is up
-    // (waited for while it boots, right after a start) and has not stopped.
-    const failed = this.flushFailure()
+    this.guard(() => this.stmts.ping.get())
+    // Ready means writes can be taken too: the file at the path is still this store's, no flush has
+    // failed, and the background thread is up (waited for while it boots, right after a start) and
+    // has not stopped.
+    const failed = this.checkFile() ?? this.flushFailure()
     if (failed !== undefined) throw failed
     await this.writer?.ready(WRITER_READY_WAIT_MS)
   }
 
   async close (): Promise<void> {
     await this.creates.drain()
+    await this.lost.rescue
+    // The background thread's connection is not the last: its close checkpoints nothing.
     await this.writer?.close()
     await this.wal?.close()
     // The last connection to close checkpoints the WAL into the database file (synced: NORMAL syncs
-    // checkpoints) and removes it.
+    // checkpoints) and removes it: only into this store's own file. Once the file at the path is
+    // another (or this one overwritten or malformed), the connection is left open: better-sqlite3
+    // has no way to close without that checkpoint, and the process ends without closing it
+    // (close-with-grace ends it with process.exit), so the WAL is never copied into another file.
+    if (this.checkFile() !== undefined) {
+      this.file?.close()
+      return
+    }
+    this.file?.close()
     this.db.close()
   }
+}
+
+/** Told once the store is gone (an error line), and of the copy it then writes (a line of its own). */
+type GoneListener = (line: string, reason: StoreGoneError['reason'], level: 'error' | 'info') => void
+
+/** Whether opening `path` would make a new database: no file there, or an empty one. */
+function isNew (path: string): boolean {
+  const st = statSync(path, { throwIfNoEntry: false })
+  return st === undefined || st.size === 0
+}
+
+/**
+ * Opens a connection; a database that is not sound (`check`: PRAGMA quick_check over an existing
+ * one) is refused with the one line that names it.
+ */
+function openChecked (path: string, synchronous: SynchronousLevel, check: boolean): Database.Database {
+  let db: Database.Database
+  try {
+    db = openSqlite(path, synchronous)
+  } catch (err) {
+    if (isMalformedError(err)) throw new MalformedStoreError(path, (err as Error).message, err)
+    throw err
+  }
+  try {
+    if (check) refuseMalformed(db, path)
+  } catch (err) {
+    db.close()
+    throw err
+  }
+  return db
+}
+
+/**
+ * The store's id, in the header's application_id (src/store/sqlite/store-file.ts): given to a store
+ * that has none yet (a new one, or one made before ids), kept from then on; backups carry it.
+ */
+function ensureStoreId (db: Database.Database): number {
+  const id = Number(db.pragma('application_id', { simple: true }))
+  if (id !== 0) return id
+  const made = newStoreId()
+  db.pragma(`application_id = ${made}`)
+  return made
 }

@@ -6,6 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
+import { type Gone, StoreFile, type StoreFileIdentity } from './store-file.js'
 import { prepareWrites } from './writes.js'
 
 export type WriterOp =
@@ -16,14 +17,21 @@ export type WriterRequest = WriterOp & { id: number }
 export type WriterResponse =
   | { ready: true }
   | { id: number, ok: true, result: unknown }
-  | { id: number, ok: false, unavailable: boolean, message: string, code: string | undefined }
+  | { id: number, ok: false, unavailable: boolean, message: string, code: string | undefined, gone?: Gone }
 
 /** How long a RESTART checkpoint waits for the write lock and for readers of older snapshots. */
 const RESTART_WAIT_MS = 20
 
-const { path, synchronous } = workerData as { path: string, synchronous: SynchronousLevel }
+const { path, synchronous, file: opened } = workerData as { path: string, synchronous: SynchronousLevel, file: { identity: StoreFileIdentity, idAtOpen: number | undefined } }
 const port = parentPort!
-const db = openSqlite(path, synchronous)
+// Every task first checks that the file at the path is still the store's (store-file.ts): this
+// thread's checkpoints copy the WAL into the database file, never into another one.
+const file = StoreFile.of(opened.identity, opened.idAtOpen)
+// Never another file: if the one at the path is no longer the store's, this thread does not start (a
+// connection of its own to another file would be that file's last, and checkpoint into it as it closes).
+const foundGone = file.check()
+if (foundGone !== undefined) throw new Error(`the SQLite writer thread did not start: ${foundGone.what}`)
+const db = openSqlite(path, synchronous, { mustExist: true })
 // Checkpoints are asked for by the store (checkpoint below), never run by a commit.
 db.pragma('wal_autocheckpoint = 0')
 const writes = prepareWrites(db)
@@ -51,7 +59,13 @@ function checkpoint (): unknown {
 port.on('message', (req: WriterRequest | { op: 'close' }) => {
   if (req.op === 'close') {
     db.close()
+    file.close()
     port.close()
+    return
+  }
+  const gone = file.check()
+  if (gone !== undefined) {
+    port.postMessage({ id: req.id, ok: false, unavailable: true, message: gone.what, code: undefined, gone } satisfies WriterResponse)
     return
   }
   try {
