@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
-import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreUnavailableError } from '../errors.js'
+import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, OutcomeUnknownError, StoreUnavailableError } from '../errors.js'
 import type { Store } from '../store/store.js'
 import { NOSNIFF } from './hardening.js'
 
@@ -18,7 +18,7 @@ declare module 'fastify' {
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   (Object.entries(ERROR_CODES) as Array<[ErrorCode, { status: number }]>)
-    .filter(([code]) => code !== 'invalid_parameter' && code !== 'invalid_json' && code !== 'bad_request')
+    .filter(([code]) => code !== 'invalid_parameter' && code !== 'invalid_json' && code !== 'bad_request' && code !== 'outcome_unknown')
     .map(([code, { status }]) => [status, code])
 )
 
@@ -27,6 +27,7 @@ const BAD_URL_MESSAGE = 'the request path is not valid percent-encoded UTF-8'
 /** Maps anything thrown while handling a request to the one Error shape the API answers with. */
 export function toApiError (err: FastifyError | Error): ApiError {
   if (err instanceof ApiError) return err
+  if (err instanceof OutcomeUnknownError) return new ApiError('outcome_unknown', 'the store did not confirm the write: it may or may not have been made; retry with the same Idempotency-Key', { 'retry-after': '1' })
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'the store is unavailable; retry later', { 'retry-after': '1' })
   const e = err as FastifyError
   switch (e.code) {
