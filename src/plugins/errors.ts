@@ -3,11 +3,14 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
 import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, OutcomeUnknownError, StoreUnavailableError } from '../errors.js'
+import { Outages } from '../outages.js'
 import type { Store } from '../store/store.js'
 import { NOSNIFF } from './hardening.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
+    /** The outage log (outages.ts): what is logged while a dependency is down, instead of a line per failed request. */
+    outages: Outages
     /**
      * The 404/405 answer. The root scope uses it; a scope whose hooks must also run for its unknown
      * paths (the /v1 scope: authentication first) sets it as its own not-found handler.
@@ -125,13 +128,26 @@ declare module 'node:http' {
  * One error handler for the whole app (5xx details logged with the request id, never sent), the
  * 404/405 answers for unknown routes and methods, and the 400 for URLs the router cannot decode.
  */
-async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, 'kind'> }): Promise<void> {
+async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, 'kind' | 'ping'> }): Promise<void> {
+  const outages = new Outages(app.log)
+  app.decorate('outages', outages)
+  app.addHook('onClose', (_app, done) => {
+    outages.close()
+    done()
+  })
+  const ping = async (): Promise<void> => { await opts.store.ping() }
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof StoreUnavailableError) app.metrics.storeErrors.inc({ store: opts.store.kind })
     const error = toApiError(err)
     // An ApiError is an answer the service chose (501 for the unspecified orders route, 503 while
-    // shutting down or shedding load): the access log line records it. Anything else is a failure.
-    if (error.statusCode >= 500 && !(err instanceof ApiError)) request.log.error({ err }, 'request failed')
+    // shutting down or shedding load): the access log line records it. A store that cannot work
+    // now is an outage, logged once for all the requests it fails (outages.ts). Anything else is
+    // unexpected: logged with its stack.
+    if (err instanceof StoreUnavailableError) {
+      app.metrics.storeErrors.inc({ store: opts.store.kind })
+      outages.failed(opts.store.kind, err, ping)
+    } else if (error.statusCode >= 500 && !(err instanceof ApiError)) {
+      request.log.error({ err }, 'request failed')
+    }
     return sendError(reply, error)
   })
 
