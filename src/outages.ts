@@ -123,7 +123,7 @@ export class Outages {
   private tick (): void {
     const now = Date.now()
     for (const [dependency, o] of this.down) {
-      if (o.lastOkAt > o.lastFailureAt && now - o.lastFailureAt >= this.quietMs) {
+      if (o.lastOkAt >= o.lastFailureAt && now - o.lastFailureAt >= this.quietMs) {
         this.down.delete(dependency)
         this.log.info({ dependency, downForMs: o.lastOkAt - o.since, failed: o.failed },
           `${NAME[dependency]} is back after ${((o.lastOkAt - o.since) / 1000).toFixed(1)} s; ${o.failed} ${COUNTED[dependency]} meanwhile`)
@@ -135,7 +135,7 @@ export class Outages {
         o.failedSinceLine = 0
         o.lastLineAt = now
       }
-      if (o.probe !== undefined && !o.probing && o.lastOkAt <= o.lastFailureAt) {
+      if (o.probe !== undefined && !o.probing && o.lastOkAt < o.lastFailureAt) {
         o.probing = true
         o.probe().then(() => { o.lastOkAt = Date.now() }, () => {}).finally(() => { o.probing = false })
       }
