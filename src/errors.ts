@@ -26,8 +26,9 @@ export const ERROR_CODES = {
   header_too_large: { status: 431, description: 'The request line and headers are larger than 16 KiB; the connection is closed.' },
   internal_error: { status: 500, description: 'An unexpected failure; details are logged with the request id, never returned.' },
   not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders), or the body is sent with a transfer coding other than chunked (answered before routing; the connection is closed).' },
-  service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, or it is shutting down; see Retry-After.' },
-  store_gone: { status: 503, description: 'The SQLite database file this instance opened was removed, replaced or overwritten, or is malformed: it acknowledges no create until an operator restores the file and restarts it (its /readyz says the same). Retry on another instance.' }
+  service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, or it is shutting down; see Retry-After. On a create it means nothing was written.' },
+  store_gone: { status: 503, description: 'The SQLite database file this instance opened was removed, replaced or overwritten, or is malformed: it acknowledges no create until an operator restores the file and restarts it (its /readyz says the same). Retry on another instance.' },
+  outcome_unknown: { status: 503, description: 'A create whose commit was sent to PostgreSQL but never confirmed (the database stalled or the connection was lost): it may or may not have been written. Retry with the same Idempotency-Key: the retry answers the pet if it was written, or creates it once if not. Without a key a retry may create a second pet.' }
 } as const satisfies Record<string, { status: number, description: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES
@@ -83,5 +84,17 @@ export class StoreGoneError extends StoreUnavailableError {
   constructor (readonly reason: StoreGoneReason, options?: { cause?: unknown }) {
     super(`the store's database file was ${reason === 'malformed' ? 'found malformed' : reason} under the running instance: it acknowledges no create until an operator restores the file and restarts it`, options)
     this.name = 'StoreGoneError'
+  }
+}
+
+/**
+ * A StoreUnavailableError of a write whose commit was sent and never confirmed: the database may
+ * still commit it (it read the commit after the service stopped waiting), so the write may or may
+ * not have happened. Answered 503 `outcome_unknown`, never as "nothing was written".
+ */
+export class OutcomeUnknownError extends StoreUnavailableError {
+  constructor (message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'OutcomeUnknownError'
   }
 }

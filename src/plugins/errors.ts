@@ -1,11 +1,14 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, StoreGoneError, StoreUnavailableError } from '../errors.js'
+import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../errors.js'
+import { Outages } from '../outages.js'
 import type { Store } from '../store/store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
+    /** The outage log (outages.ts): what is logged while a dependency is down, instead of a line per failed request. */
+    outages: Outages
     /**
      * The 404/405 answer. The root scope uses it; a scope whose hooks must also run for its unknown
      * paths (the /v1 scope: authentication first) sets it as its own not-found handler.
@@ -16,7 +19,7 @@ declare module 'fastify' {
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   (Object.entries(ERROR_CODES) as Array<[ErrorCode, { status: number }]>)
-    .filter(([code]) => code !== 'invalid_parameter' && code !== 'invalid_json' && code !== 'bad_request')
+    .filter(([code]) => code !== 'invalid_parameter' && code !== 'invalid_json' && code !== 'bad_request' && code !== 'outcome_unknown')
     .map(([code, { status }]) => [status, code])
 )
 
@@ -26,6 +29,7 @@ const BAD_URL_MESSAGE = 'the request path is not valid percent-encoded UTF-8'
 export function toApiError (err: FastifyError | Error): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof StoreGoneError) return new ApiError('store_gone', err.message, { 'retry-after': '1' })
+  if (err instanceof OutcomeUnknownError) return new ApiError('outcome_unknown', 'the store did not confirm the write: it may or may not have been made; retry with the same Idempotency-Key', { 'retry-after': '1' })
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'the store is unavailable; retry later', { 'retry-after': '1' })
   const e = err as FastifyError
   switch (e.code) {
@@ -107,14 +111,29 @@ declare module 'node:http' {
  * One error handler for the whole app (5xx details logged with the request id, never sent), the
  * 404/405 answers for unknown routes and methods, and the 400 for URLs the router cannot decode.
  */
-async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, 'kind'> }): Promise<void> {
+async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, 'kind' | 'ping'> }): Promise<void> {
+  const outages = new Outages(app.log)
+  app.decorate('outages', outages)
+  app.addHook('onClose', (_app, done) => {
+    outages.close()
+    done()
+  })
+  const ping = async (): Promise<void> => { await opts.store.ping() }
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof StoreUnavailableError) app.metrics.storeErrors.inc({ store: opts.store.kind })
     const error = toApiError(err)
     // An ApiError is an answer the service chose (501 for the unspecified orders route, 503 while
-    // shutting down or shedding load): the access log line records it. Anything else is a failure.
-    // A store gone from under the service is told once, by the store (store-notices.ts), not per request.
-    if (error.statusCode >= 500 && !(err instanceof ApiError) && !(err instanceof StoreGoneError)) request.log.error({ err }, 'request failed')
+    // shutting down or shedding load): the access log line records it. A store that cannot work
+    // now is an outage, logged once for all the requests it fails (outages.ts). Anything else is
+    // unexpected: logged with its stack.
+    if (err instanceof StoreGoneError) {
+      // A store gone from under the service is told once, by the store (store-notices.ts), not per request.
+      app.metrics.storeErrors.inc({ store: opts.store.kind })
+    } else if (err instanceof StoreUnavailableError) {
+      app.metrics.storeErrors.inc({ store: opts.store.kind })
+      outages.failed(opts.store.kind, err, ping)
+    } else if (error.statusCode >= 500 && !(err instanceof ApiError)) {
+      request.log.error({ err }, 'request failed')
+    }
     return sendError(reply, error)
   })
 

@@ -1,8 +1,9 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Metrics } from './metrics.js'
+import type { Outages } from '../outages.js'
 import { MemoryWindows, type WindowCount } from './rate-windows.js'
 
 /** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
@@ -31,7 +32,6 @@ export class RateLimits {
   private readonly blocked = new Map<string, number>()
   /** When the last of the address blocks ends (ms since epoch): none is in force from then on. */
   private blockedUntil = 0
-  private lastRedisWarning = 0
   private keyMax = 0
 
   private keyLimit: Count | undefined
@@ -45,7 +45,7 @@ export class RateLimits {
     private readonly keyPolicy: string,
     private readonly addressPolicy: string,
     private readonly metrics: Metrics,
-    private readonly log: FastifyBaseLogger
+    readonly outages: Outages
   ) {}
 
   /** Sets up the counting: in memory, or in Redis through @fastify/rate-limit (connected here). */
@@ -54,10 +54,10 @@ export class RateLimits {
     const windowS = Math.ceil(windowMs / 1000)
     const keyOf = (req: FastifyRequest): string => keyWindow(req.apiKeyId)
     const addressOf = (req: FastifyRequest): string => `addr:${req.ip}`
-    const limits: RateLimits = new RateLimits(`"key";q=${max};w=${windowS}`, `"address";q=${anonMax};w=${windowS}`, metrics, app.log)
+    const limits: RateLimits = new RateLimits(`"key";q=${max};w=${windowS}`, `"address";q=${anonMax};w=${windowS}`, metrics, app.outages)
     if (config.redisUrl !== undefined && (max > 0 || anonMax > 0)) {
       limits.inMemory = false
-      const count = await redisCounting(app, config.redisUrl, windowMs, (err) => limits.redisFailed(err))
+      const count = await redisCounting(app, config.redisUrl, windowMs, (err, probe) => limits.redisFailed(err, probe), () => limits.outages.ok('redis'))
       limits.keyLimit = max > 0 ? count(max, keyOf) : undefined
       limits.addressLimit = anonMax > 0 ? count(anonMax, addressOf) : undefined
     } else {
@@ -151,14 +151,13 @@ export class RateLimits {
     limitHeaders(reply, this.keyPolicy, 'key', v.remaining, v.ttl)
   }
 
-  /** Redis unreachable for a count: the request is let through (availability over strictness), and that is said. */
-  redisFailed (err: unknown): void {
+  /**
+   * Redis unreachable for a count: the request is let through (availability over strictness), and
+   * that is said: once when Redis goes, in a summary while it stays away, once when it is back (outages.ts).
+   */
+  redisFailed (err: unknown, probe: () => Promise<unknown>): void {
     this.metrics.storeErrors.inc({ store: 'redis' })
-    const now = Date.now()
-    if (now - this.lastRedisWarning > 10000) {
-      this.lastRedisWarning = now
-      this.log.warn({ err }, 'rate-limit store unavailable; requests are not being limited')
-    }
+    this.outages.failed('redis', err, probe)
   }
 
   private refuse (scope: 'key' | 'address', ttlMs: number): ApiError {
@@ -194,7 +193,7 @@ function memoryCounting (max: number, windows: MemoryWindows, id: (req: FastifyR
  * Counting in Redis, shared by every instance, by @fastify/rate-limit (its Redis store, one script
  * per check). Connects first: an unreachable Redis at start is a start failure naming REDIS_URL.
  */
-async function redisCounting (app: FastifyInstance, url: string, windowMs: number, failed: (err: unknown) => void): Promise<(max: number, id: (req: FastifyRequest) => string) => Count> {
+async function redisCounting (app: FastifyInstance, url: string, windowMs: number, failed: (err: unknown, probe: () => Promise<unknown>) => void, answered: () => void): Promise<(max: number, id: (req: FastifyRequest) => string) => Count> {
   // Loaded only here: a process without REDIS_URL does not pay for ioredis and the library at start.
   const [{ Redis }, { default: fastifyRateLimit }] = await Promise.all([import('ioredis'), import('@fastify/rate-limit')])
   // No offline queue: while Redis is away, checks fail at once (and are let through) instead of piling up.
@@ -209,14 +208,16 @@ async function redisCounting (app: FastifyInstance, url: string, windowMs: numbe
   // disconnect, not quit: quit waits on a Redis that may be gone, and counters need no flush.
   app.addHook('onClose', async () => { redis.disconnect() })
   await app.register(fastifyRateLimit, { global: false, timeWindow: windowMs, nameSpace: 'petstore:ratelimit:', redis })
+  const probe = async (): Promise<unknown> => await redis.ping()
   return (max, id) => {
     const limiter = app.createRateLimit({ max, timeWindow: windowMs, keyGenerator: id })
     return async (req) => {
       try {
         const r = await limiter(req)
+        answered()
         return r.isAllowed ? undefined : { remaining: r.remaining, ttl: r.ttl, exceeded: r.isExceeded }
       } catch (err) {
-        failed(err)
+        failed(err, probe)
         return undefined
       }
     }

@@ -32,16 +32,18 @@ export default async function healthRoutes (app: FastifyInstance, opts: { store:
       security: [],
       response: { 200: jsonResponse('The store answers.', HealthSchema), ...errorResponses(['internal_error', 'service_unavailable', 'store_gone']) }
     }
-  }, async (request, reply) => {
+  }, async (_request, reply) => {
     // Shutting down (SIGTERM): out of rotation first, while requests are still served.
     if (app.draining) throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
     try {
       await opts.store.ping()
     } catch (err) {
-      request.log.warn({ err }, 'readiness check failed')
       if (err instanceof StoreGoneError) throw new ApiError('store_gone', err.message, { 'retry-after': '1' })
+      // An outage of the store, logged with the requests it fails (outages.ts), not once per probe.
+      app.outages.failed(opts.store.kind, err, async () => { await opts.store.ping() })
       throw new ApiError('service_unavailable', 'the store does not answer', { 'retry-after': '1' })
     }
+    app.outages.ok(opts.store.kind)
     return reply.type(JSON_TYPE).send(OK)
   })
 }

@@ -139,7 +139,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       headers: CreatePetHeadersSchema,
       response: {
         201: jsonResponse('The animal as stored, with its assigned id.', PET, { Location: Headers.location, 'Idempotent-Replayed': Headers.idempotentReplayed, ...RateLimitHeaders }),
-        ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', ...AUTHORIZATION_CODES, 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'internal_error', 'service_unavailable', 'store_gone'], RateLimitHeaders)
+        ...errorResponses(['validation_failed', 'invalid_json', 'invalid_parameter', ...AUTHORIZATION_CODES, 'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'internal_error', 'service_unavailable', 'store_gone', 'outcome_unknown'], RateLimitHeaders)
       }
     },
     onRequest: refusePreconditions

@@ -63,7 +63,7 @@ describe('a stopped SQLite writer thread, in the compiled server', () => {
     assert.deepEqual(JSON.parse(ready.body), { code: 'service_unavailable', message: 'the store does not answer', status: 503 })
     assert.equal(ready.headers['retry-after'], '1')
     checkResponse({ method: 'GET', url: '/readyz', status: ready.status, headers: ready.headers, body: ready.body })
-    await waitForOutput(server, /"msg":"readiness check failed"/)
+    await waitForOutput(server, /"msg":"the SQLite database \(DATABASE_URL\) is unavailable/)
     assert.match(server.stdout(), /SQLite writer thread exited with code 3/)
 
     // No write is taken, and none hangs; the process lives on and serves what it still can.

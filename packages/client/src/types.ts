@@ -47,7 +47,7 @@ export interface PetsPage {
   nextCursor: string | undefined
 }
 
-/** Retries of answers that say "later": 429 `rate_limited` and 503 `service_unavailable`. */
+/** Retries of answers that say "later": 429 `rate_limited` and 503 (`service_unavailable`; `outcome_unknown`, a keyed create whose commit was not confirmed). */
 export interface RetryOptions {
   /** How many times one request is sent again (default 2; 0 turns retries off). */
   retries?: number | undefined

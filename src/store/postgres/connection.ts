@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import { StoreUnavailableError } from '../../errors.js'
+import { OutcomeUnknownError, StoreUnavailableError } from '../../errors.js'
 import type { NamingStopped } from '../store.js'
 
 /**
@@ -165,24 +165,43 @@ export class PgDatabase {
       : { text: s.text, values: s.values ?? [] }
   }
 
-  /**
-   * One statement, in its own implicit transaction: reads, and a write that is one statement (it
-   * commits when it ends, and the answer comes after the commit).
-   */
+  /** One statement, in its own implicit transaction: reads. */
   async query<R extends pg.QueryResultRow = pg.QueryResultRow> (s: PgStatement): Promise<pg.QueryResult<R>> {
+    return await guard(async () => await this.runNamedOrNot<R>(async (q) => await this.pool.query<R>(q), s))
+  }
+
+  /**
+   * A write that is one statement, in its own implicit transaction: it commits when it ends, and the
+   * answer comes after the commit. Once it is sent, a failure without the server's word that it
+   * failed is an OutcomeUnknownError (see commitOutcome); a failure to get a connection sent nothing.
+   */
+  async write<R extends pg.QueryResultRow = pg.QueryResultRow> (s: PgStatement): Promise<pg.QueryResult<R>> {
     return await guard(async () => {
-      if (!this.autoNamed || s.name === undefined || s.stablePlan !== true) return await this.pool.query<R>(this.prepared(s))
+      const client = await this.pool.connect()
+      let failed = true
       try {
-        return await this.pool.query<R>(this.named(s, s.name))
-      } catch (err) {
-        if (!POOLER_STATEMENT_CODES.has((err as { code?: string }).code ?? '')) throw err
-        // A pooler sends our statements to server connections that did not prepare them: unnamed
-        // from now on, and this statement again (refused at Parse or Bind, it ran nothing, and its
-        // implicit transaction rolled back).
-        this.stopNaming(err as { code?: string, message?: string })
-        return await this.pool.query<R>({ text: s.text, values: s.values ?? [] })
+        const res = await commitOutcome(async () => await this.runNamedOrNot<R>(async (q) => await client.query<R>(q), s))
+        failed = false
+        return res
+      } finally {
+        client.release(failed)
       }
     })
+  }
+
+  /** Runs `s` through `run`, named when auto mode allows it (see PreparedStatementsMode). */
+  private async runNamedOrNot<R extends pg.QueryResultRow> (run: (q: pg.QueryConfig) => Promise<pg.QueryResult<R>>, s: PgStatement): Promise<pg.QueryResult<R>> {
+    if (!this.autoNamed || s.name === undefined || s.stablePlan !== true) return await run(this.prepared(s))
+    try {
+      return await run(this.named(s, s.name))
+    } catch (err) {
+      if (!POOLER_STATEMENT_CODES.has((err as { code?: string }).code ?? '')) throw err
+      // A pooler sends our statements to server connections that did not prepare them: unnamed
+      // from now on, and this statement again (refused at Parse or Bind, it ran nothing, and its
+      // implicit transaction rolled back).
+      this.stopNaming(err as { code?: string, message?: string })
+      return await run({ text: s.text, values: s.values ?? [] })
+    }
   }
 
   /**
@@ -225,10 +244,14 @@ export class PgDatabase {
         const out = await fn(async <R extends pg.QueryResultRow>(s: PgStatement) => await client.query<R>(this.prepared(s)))
         const beginError = await begun
         if (beginError !== undefined) throw beginError
-        await client.query('COMMIT')
+        // Until COMMIT is sent, any failure leaves nothing written: the server rolls back a
+        // transaction whose client goes, and a pooler never hands a server connection that is inside
+        // a transaction to another client. From here on only the server's answer tells.
+        await commitOutcome(async () => await client.query('COMMIT'))
         failed = false
         return out
       } catch (err) {
+        if (err instanceof OutcomeUnknownError) throw err
         throw (await begun) ?? err
       } finally {
         // Closing a connection mid-transaction rolls the transaction back (a pooler closes its
@@ -270,6 +293,39 @@ export function isUnavailableError (err: unknown): boolean {
   // No SQLSTATE: a socket error (ECONNREFUSED, ECONNRESET…), a connect or read timeout, or a
   // connection that ended mid-query.
   return true
+}
+
+/**
+ * PgBouncer's messages to a client whose statement never reached a server: it waited for a server
+ * connection (query_wait_timeout), or none could be opened (the server is down). A client linked
+ * to a server that goes away is told otherwise ("server conn crashed?", a lost connection).
+ */
+const NEVER_SENT_BY_POOLER = /^(query_wait_timeout|pgbouncer cannot connect to server|server login has been failing)/
+
+/**
+ * Whether a failure of a statement that commits (COMMIT, or a write in its own implicit
+ * transaction) says that nothing was committed: the server answered ERROR (the statement failed and
+ * its transaction rolled back), or the pooler answered that the statement never reached a server.
+ * Anything else (no answer within the client's bound, a lost connection, FATAL or PANIC from a
+ * server that may have written the commit record first) leaves the outcome unknown: a statement
+ * queued in the socket of a stalled server runs once it resumes, whatever the client did meanwhile,
+ * and statement_timeout counts only from when the server reads it.
+ */
+function failedForSure (err: unknown): boolean {
+  const e = err as { code?: unknown, severity?: unknown, message?: unknown } | null
+  if (typeof e?.code !== 'string' || !SQLSTATE.test(e.code)) return false
+  if (e.severity === 'ERROR') return true
+  return typeof e.message === 'string' && NEVER_SENT_BY_POOLER.test(e.message)
+}
+
+/** Runs the statement that commits a write: a failure that may have committed becomes OutcomeUnknownError. */
+async function commitOutcome<T> (fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (failedForSure(err)) throw err
+    throw new OutcomeUnknownError('the database did not confirm the commit', { cause: err })
+  }
 }
 
 /** Runs a pg call, turning "cannot work now" failures into StoreUnavailableError. */

@@ -120,7 +120,7 @@ export class PostgresStore implements Store {
     const keys = idempotencyKeys(items)
     if (keys.length === 0) {
       const plan = planCreates(items, new Map())
-      return createOutcomes(plan, insertedIds(await this.db.query(insertPets(plan.pets, this.statementTimeoutMs))))
+      return createOutcomes(plan, insertedIds(await this.db.write(insertPets(plan.pets, this.statementTimeoutMs))))
     }
     return await this.db.interactive(async (query) => {
       const [, rows] = await Promise.all([

@@ -1,0 +1,145 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { describeFailure } from './describe-failure.js'
+
+/** What the service depends on while it runs: its store, and the Redis that counts rate limits. */
+export type Dependency = 'postgres' | 'sqlite' | 'redis'
+
+const NAME: Record<Dependency, string> = {
+  postgres: 'PostgreSQL (DATABASE_URL)',
+  sqlite: 'the SQLite database (DATABASE_URL)',
+  redis: 'the rate-limit Redis (REDIS_URL)'
+}
+
+/** What each request that met the outage got: counted in the summary and back lines. */
+const COUNTED: Record<Dependency, string> = {
+  postgres: 'requests failed on it',
+  sqlite: 'requests failed on it',
+  redis: 'requests went through uncounted'
+}
+
+const MEANS: Record<Dependency, string> = {
+  postgres: 'requests that need the store are answered 503',
+  sqlite: 'requests that need the store are answered 503',
+  redis: 'requests are let through without rate limits'
+}
+
+export interface OutageLogOptions {
+  /** The least time between two lines about one outage while it lasts, in ms. */
+  summaryEveryMs?: number
+  /** How long a dependency must go without a failure, after it answered, to be called back, in ms. */
+  quietMs?: number
+  /** How often an outage is looked at (a summary due, a probe to send, back or not), in ms. */
+  tickMs?: number
+}
+
+interface Outage {
+  since: number
+  failed: number
+  failedSinceLine: number
+  lastFailureAt: number
+  lastLineAt: number
+  /** When the dependency last answered (a request or a probe): back once that follows the last failure by quietMs. */
+  lastOkAt: number
+  cause: string
+  code: string | undefined
+  probe: (() => Promise<unknown>) | undefined
+  probing: boolean
+}
+
+/** The code an error or its causes carry (a SQLSTATE, an errno name), for the log line. */
+function codeOf (err: unknown): string | undefined {
+  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string') return code
+  }
+  return undefined
+}
+
+/**
+ * The log of a dependency that is down, instead of a line (and a stack) per failed request: one
+ * error line when it goes, naming the cause; while it is down, at most one warning every
+ * summaryEveryMs with how many requests failed on it since the last line; one info line when it is
+ * back (it answered, and nothing failed on it for quietMs), with the outage's length and count. A
+ * failure is expected there, so no line has a stack; the access line of each request stays.
+ * A dependency that answers some requests and fails others (a full disk: reads go on, writes fail)
+ * stays down while the failures go on.
+ */
+export class Outages {
+  private readonly down = new Map<Dependency, Outage>()
+  private timer: NodeJS.Timeout | undefined
+  private readonly summaryEveryMs: number
+  private readonly quietMs: number
+  private readonly tickMs: number
+
+  constructor (private readonly log: FastifyBaseLogger, { summaryEveryMs = 5000, quietMs = 2000, tickMs = 1000 }: OutageLogOptions = {}) {
+    this.summaryEveryMs = summaryEveryMs
+    this.quietMs = quietMs
+    this.tickMs = tickMs
+  }
+
+  /**
+   * A request failed because `dependency` is unavailable. `probe`, when given, is called while it
+   * is down (one at a time, every tickMs) to learn that it is back when no request tells.
+   */
+  failed (dependency: Dependency, err: unknown, probe?: () => Promise<unknown>): void {
+    const now = Date.now()
+    const cause = describeFailure(err)
+    const code = codeOf(err)
+    const o = this.down.get(dependency)
+    if (o !== undefined) {
+      o.failed++
+      o.failedSinceLine++
+      o.lastFailureAt = now
+      o.cause = cause
+      o.code = code
+      return
+    }
+    this.down.set(dependency, { since: now, failed: 1, failedSinceLine: 0, lastFailureAt: now, lastLineAt: now, lastOkAt: 0, cause, code, probe, probing: false })
+    // A store that is down fails requests (error); a Redis that is down only stops the counting (warn).
+    this.log[dependency === 'redis' ? 'warn' : 'error']({ dependency, cause, ...(code !== undefined ? { code } : {}) },
+      `${NAME[dependency]} is unavailable: ${MEANS[dependency]}; a summary follows at most every ${this.summaryEveryMs / 1000} s, and a line when it is back`)
+    if (this.timer === undefined) {
+      this.timer = setInterval(() => { this.tick() }, this.tickMs)
+      this.timer.unref()
+    }
+  }
+
+  /** `dependency` answered a request. */
+  ok (dependency: Dependency): void {
+    const o = this.down.get(dependency)
+    if (o !== undefined) o.lastOkAt = Date.now()
+  }
+
+  /** Whether an outage of `dependency` is open (it failed, and has not been back for quietMs since). */
+  isDown (dependency: Dependency): boolean {
+    return this.down.has(dependency)
+  }
+
+  close (): void {
+    clearInterval(this.timer)
+    this.timer = undefined
+  }
+
+  private tick (): void {
+    const now = Date.now()
+    for (const [dependency, o] of this.down) {
+      if (o.lastOkAt >= o.lastFailureAt && now - o.lastFailureAt >= this.quietMs) {
+        this.down.delete(dependency)
+        this.log.info({ dependency, downForMs: o.lastOkAt - o.since, failed: o.failed },
+          `${NAME[dependency]} is back after ${((o.lastOkAt - o.since) / 1000).toFixed(1)} s; ${o.failed} ${COUNTED[dependency]} meanwhile`)
+        continue
+      }
+      if (o.failedSinceLine > 0 && now - o.lastLineAt >= this.summaryEveryMs) {
+        this.log.warn({ dependency, failed: o.failedSinceLine, inLastMs: now - o.lastLineAt, downForMs: now - o.since, cause: o.cause, ...(o.code !== undefined ? { code: o.code } : {}) },
+          `${NAME[dependency]} is still unavailable: ${o.failedSinceLine} ${COUNTED[dependency]} in the last ${((now - o.lastLineAt) / 1000).toFixed(1)} s`)
+        o.failedSinceLine = 0
+        o.lastLineAt = now
+      }
+      if (o.probe !== undefined && !o.probing && o.lastOkAt < o.lastFailureAt) {
+        o.probing = true
+        o.probe().then(() => { o.lastOkAt = Date.now() }, () => {}).finally(() => { o.probing = false })
+      }
+    }
+    if (this.down.size === 0) this.close()
+  }
+}
