@@ -1,7 +1,7 @@
 import { closeSync, openSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
-import { StoreGoneError, StoreUnavailableError } from '../../errors.js'
+import { OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
 import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyGrant, toPet } from '../rows.js'
@@ -413,7 +413,9 @@ export class SqliteStore implements Store {
     try {
       await this.wal.flush()
     } catch (err) {
-      throw this.flushFailure() ?? new StoreUnavailableError('the database could not flush its write-ahead log to disk', { cause: err })
+      // Committed to the WAL but not known to be on the disk: a restart recovers the WAL as the disk
+      // has it, which may or may not hold this write.
+      throw new OutcomeUnknownError('the database could not flush its write-ahead log to disk; restart the service', { cause: err })
     }
   }
 
