@@ -37,9 +37,15 @@ export function send (target: Target, method: string, url: string, headers: Reco
       res.on('error', reject)
     })
     req.setTimeout(target.timeoutMs, () => req.destroy(new Error(`no answer within ${target.timeoutMs} ms`)))
-    // A server may answer (413) and close before the whole body is written: the answer counts.
     req.on('error', reject)
-    req.end(body)
+    if (headers.expect?.toLowerCase() === '100-continue') {
+      // The body goes only once the server asks for it; an answer first (413) ends the exchange.
+      req.on('continue', () => req.end(body))
+      req.flushHeaders()
+      req.on('response', (res) => res.on('end', () => req.destroy()))
+    } else {
+      req.end(body)
+    }
   })
 }
 
