@@ -42,7 +42,7 @@ export function registerConformanceCommand (program: Command): void {
       '1 with one line per failed check on stdout (what was expected, what came back). The key is never printed. ' +
       'See docs/how-to/check-a-deployment.md.')
     .requiredOption('--base-url <url>', 'where the deployment answers, e.g. https://pets.example.com (its /openapi.json and the /v1 paths it lists)', parseBaseUrl)
-    .addOption(new Option('--key <key>', 'an API key of the deployment with read scope (and write scope for --write)').env('PETSTORE_API_KEY').argParser(parseKey).makeOptionMandatory())
+    .addOption(new Option('--key <key>', 'an API key of the deployment with read scope (and write scope for --write); PETSTORE_API_KEY instead keeps it out of ps and shell history').env('PETSTORE_API_KEY').argParser(parseKey).makeOptionMandatory())
     .option('--write', `also create pets (named ${NAME_PREFIX}…; they stay) and check 201, Location, reading it back and the Idempotency-Key replay`)
     .option('--json', 'print a JSON report on stdout instead of the failure lines')
     .option('--timeout <ms>', 'longest wait for one answer, in milliseconds', parsePositive, 10000)
