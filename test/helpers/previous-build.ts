@@ -70,7 +70,7 @@ export async function previousBuild (): Promise<PreviousBuild> {
   if (!existsSync(join(dir, '.installed'))) {
     const work = mkdtempSync(join(tmpdir(), `petstore-build-${commit.slice(0, 12)}-`))
     try {
-      await run('sh', ['-c', `git -C "$1" archive --format=tar "$2" | tar -x -C "$3"`, 'sh', ROOT, commit, work], work, process.env)
+      await run('sh', ['-c', 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3"', 'sh', ROOT, commit, work], work, process.env)
       // npm's own variables of the running `npm test` stay out; the build's scripts run on this
       // test's Node (first on PATH), so nothing else is installed for them.
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')))
