@@ -7,6 +7,8 @@ import { checkEnv } from './env-check.js'
 /** The project directory (holding package.json): one level above this file in src/ and in dist/. */
 export const PROJECT_ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
+/** The largest BODY_LIMIT a deployment may set (petstore conformance sends one byte more to see 413). */
+export const LARGEST_BODY_LIMIT = 1048576
 
 /**
  * Every setting, read once from the environment. Nothing else in the code reads process.env:
@@ -19,7 +21,7 @@ const EnvSchema = Type.Object({
   DATABASE_URL: Type.String({ minLength: 1, default: DEFAULT_DATABASE_URL, description: 'sqlite:PATH (a relative PATH is relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL: docs/how-to/postgresql.md). Unset: data/petstore.db in the project directory, wherever the command runs from.' }),
   // Plain enums (not unions of literals) so a bad value gets one message naming the variable.
   LOG_LEVEL: Type.Unsafe<string>({ type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'Least severe level logged: warn for no per-request access lines, debug to diagnose.' }),
-  BODY_LIMIT: Type.Integer({ minimum: 256, maximum: 1048576, default: 16384, description: 'Largest accepted request body, in bytes; larger → 413.' }),
+  BODY_LIMIT: Type.Integer({ minimum: 256, maximum: LARGEST_BODY_LIMIT, default: 16384, description: 'Largest accepted request body, in bytes; larger → 413.' }),
   KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, maximum: 1000, default: 500, description: 'How long a verified API key is trusted before the store is asked again; bounds how late a revocation takes effect.' }),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: most connections this instance opens (its pool size); lower it to fit many instances under the server\'s max_connections.' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: longest a statement may run (writes: the server statement_timeout, except a batch of creates without Idempotency-Keys, whose wait for the insert lock the server lock_timeout bounds; every statement: the client gives up 1 s after) before the request answers 503.' }),

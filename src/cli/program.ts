@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Command, type ErrorOptions } from 'commander'
 import { registerBackupCommand } from './commands/backup.js'
+import { registerConformanceCommand } from './commands/conformance.js'
 import { registerCopyCommand } from './commands/copy.js'
 import { registerExportCommand } from './commands/export.js'
 import { registerImportCommand } from './commands/import.js'
@@ -61,5 +62,6 @@ export function buildProgram (): Command {
   registerExportCommand(program)
   registerImportCommand(program)
   registerCopyCommand(program)
+  registerConformanceCommand(program)
   return program
 }

@@ -1,210 +1,21 @@
 import { readFileSync } from 'node:fs'
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import addFormatsModule from 'ajv-formats'
+import { ResponseChecker, type SeenResponse } from '../../src/contract/response-check.js'
 
 /*
- * Checks a response the tests received against the committed OpenAPI document: status documented
- * for the operation, content type, every documented header (present when required, matching its
- * schema), no undocumented API header, and the body against its schema. Errors must also agree with
- * the catalogue (`x-error-codes`). Any drift between the service and its document fails the test
- * that saw it.
+ * Checks a response the tests received against the committed OpenAPI document (src/contract/
+ * response-check.ts), refusing any header the document does not list: any drift between the service
+ * and its document fails the test that saw it.
  */
 
-type Json = Record<string, any>
-
-export interface SeenResponse {
-  method: string
-  /** Path and query as sent, e.g. /v1/pets?limit=2 */
-  url: string
-  status: number
-  headers: Record<string, string | string[] | number | undefined>
-  body: string
-}
+export { ConformanceError, type SeenResponse } from '../../src/contract/response-check.js'
 
 const DOCUMENT_PATH = new URL('../../openapi/openapi.json', import.meta.url)
 
-/**
- * Headers of HTTP itself, and browser-hardening and CORS headers: not part of an operation's
- * contract. Any other header a response carries must be documented for that response.
- */
-const TRANSPORT_HEADERS = new Set([
-  'content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary', 'cache-control',
-  'x-content-type-options', 'strict-transport-security', 'content-security-policy', 'x-frame-options',
-  'referrer-policy', 'cross-origin-resource-policy', 'cross-origin-opener-policy', 'cross-origin-embedder-policy'
-])
-const isTransportHeader = (name: string): boolean => TRANSPORT_HEADERS.has(name) || name.startsWith('access-control-')
-
-interface Operation { method: string, pattern: RegExp, template: string, op: Json }
-
-class Conformance {
-  private readonly ajv: Ajv2020
-  private readonly operations: Operation[] = []
-  private readonly validators = new Map<string, ValidateFunction>()
-  private readonly errorCodes: Record<string, { status: number }>
-
-  constructor (readonly document: Json) {
-    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true })
-    const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
-    addFormats(this.ajv)
-    this.ajv.addSchema(document, 'openapi.json')
-    this.errorCodes = document.components.schemas.Error['x-error-codes']
-    for (const [template, item] of Object.entries(document.paths as Record<string, Json>)) {
-      for (const [method, op] of Object.entries(item)) {
-        if (!['get', 'put', 'post', 'delete', 'patch', 'options', 'head'].includes(method)) continue
-        const servers: Array<{ url: string }> = op.servers ?? item.servers ?? document.servers
-        const base = new URL(servers[0]!.url, 'http://server.invalid').pathname.replace(/\/$/, '')
-        const regex = (base + template).replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]*')
-        this.operations.push({ method: method.toUpperCase(), pattern: new RegExp(`^${regex}$`), template, op })
-      }
-    }
-  }
-
-  private validator (pointer: string): ValidateFunction {
-    let v = this.validators.get(pointer)
-    if (v === undefined) {
-      v = this.ajv.compile({ $ref: `openapi.json#${pointer}` })
-      this.validators.set(pointer, v)
-    }
-    return v
-  }
-
-  check (res: SeenResponse): void {
-    // The path the router saw: inject() and fetch resolve dot segments like any URL parser. A path
-    // starting with // is a path, not a network-path reference (light-my-request reads it so too).
-    const url = res.url.startsWith('//') ? `http://x${res.url}` : res.url
-    const path = URL.canParse(url, 'http://x') ? new URL(url, 'http://x').pathname : url.split('?', 1)[0]!
-    const where = `${res.method} ${res.url} → ${res.status}`
-    const method = res.method === 'HEAD' ? 'GET' : res.method
-    // A path that does not percent-decode is routed again with each % escaped (routeBadUrls in
-    // src/plugins/errors.ts): it gets the answer, and the headers, of the operation it then addresses.
-    const routed = decodes(path) ? path : path.replaceAll('%', '%25')
-    const found = this.operations.find(o => o.method === method && o.pattern.test(routed))
-    const headers = new Map(Object.entries(res.headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v === undefined ? undefined : String(v)]))
-    const contentType = headers.get('content-type')?.split(';', 1)[0]?.trim()
-
-    if (found === undefined) {
-      // No documented operation (docs routes, unknown paths, other methods): the document's root
-      // extension x-unrouted-requests says what such a request can get.
-      this.checkUnrouted(where, res, path, contentType, headers)
-      return
-    }
-    const responses = found.op.responses as Json
-    const key = String(res.status) in responses ? String(res.status) : 'default' in responses ? 'default' : undefined
-    if (key === undefined) fail(where, `status ${res.status} is not documented for ${found.op.operationId} (documented: ${Object.keys(responses).join(', ')})`)
-    const response = responses[key] as Json
-    const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
-    const pointer = `/paths/${escape(found.template)}/${method.toLowerCase()}/responses/${key}`
-
-    this.checkHeaders(where, headers, response, pointer)
-
-    const content = response.content as Json | undefined
-    if (content === undefined) {
-      if (res.body !== '' && res.method !== 'HEAD') fail(where, 'a body was sent where none is documented')
-      return
-    }
-    if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
-    if (res.method === 'HEAD') return
-    if (res.status >= 400) {
-      this.checkError(where, res, contentType, `${pointer}/content/${escape(contentType)}/schema`)
-      return
-    }
-    const v = this.validator(`${pointer}/content/${escape(contentType)}/schema`)
-    const body = parse(where, res.body)
-    if (!v(body)) fail(where, `body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
-  }
-
-  /** Every documented header present matches its schema, required ones are there, no other API header is sent. */
-  private checkHeaders (where: string, headers: Map<string, string | undefined>, response: Json, pointer: string): void {
-    const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
-    const documented = new Map(Object.entries((response.headers ?? {}) as Record<string, Json>).map(([k, v]) => [k.toLowerCase(), { name: k, header: v }]))
-    for (const [name, { name: docName, header }] of documented) {
-      // A header is inline or a $ref to components/headers.
-      const ref = typeof header.$ref === 'string' ? header.$ref.slice(1) : `${pointer}/headers/${escape(docName)}`
-      const definition = ref === `${pointer}/headers/${escape(docName)}` ? header : resolvePointer(this.document, ref)
-      const value = headers.get(name)
-      if (value === undefined) {
-        if (definition.required === true) fail(where, `required header ${docName} is missing`)
-        continue
-      }
-      const v = this.validator(`${ref}/schema`)
-      if (!v(value)) fail(where, `header ${docName}: ${JSON.stringify(value)} ${this.ajv.errorsText(v.errors)}`)
-    }
-    for (const name of headers.keys()) {
-      if (!documented.has(name) && !isTransportHeader(name)) fail(where, `header ${name} is not documented for this response`)
-    }
-  }
-
-  private checkUnrouted (where: string, res: SeenResponse, path: string, contentType: string | undefined, headers: Map<string, string | undefined>): void {
-    const unrouted = this.document['x-unrouted-requests'] as Json | undefined
-    if (unrouted === undefined) fail(where, 'the document has no x-unrouted-requests')
-    const docs = unrouted.documentation as Json
-    const docPath = (template: string): RegExp => new RegExp(`^${template.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '.+')}$`)
-    const isDocs = (res.method === 'GET' || res.method === 'HEAD') && (docs.paths as string[]).some(p => docPath(p).test(path))
-    const status = String(res.status)
-    const docsResponses = docs.responses as Json
-    const [response, pointer] = isDocs && status in docsResponses
-      ? [docsResponses[status] as Json, `/x-unrouted-requests/documentation/responses/${status}`]
-      : [(unrouted.responses as Json)[status] as Json | undefined, `/x-unrouted-requests/responses/${status}`]
-    if (response === undefined) fail(where, `status ${status} is not documented for a request no operation matches${isDocs ? ' (documentation route)' : ''}`)
-    this.checkHeaders(where, headers, response, pointer)
-    if (res.method === 'HEAD') return
-    const content = response.content as Json | undefined
-    if (content === undefined) {
-      if (res.body !== '') fail(where, 'a body was sent where none is documented')
-      return
-    }
-    if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
-    if (res.status >= 400) this.checkError(where, res, contentType, '/components/schemas/Error')
-  }
-
-  private checkError (where: string, res: SeenResponse, contentType: string | undefined, schemaPointer: string): void {
-    if (contentType !== 'application/json') fail(where, `an error must be application/json, got ${String(contentType)}`)
-    if (!('x-request-id' in Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), v])))) fail(where, 'X-Request-Id is missing')
-    const body = parse(where, res.body) as Json
-    const v = this.validator(schemaPointer)
-    if (!v(body)) fail(where, `error body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
-    if (body.status !== res.status) fail(where, `error body status ${String(body.status)} differs from the HTTP status`)
-    // The document lets a later version add codes; this service must send only the ones it lists.
-    const entry = Object.hasOwn(this.errorCodes, body.code) ? this.errorCodes[body.code] : undefined
-    if (entry === undefined) fail(where, `error code ${String(body.code)} is not in the catalogue (x-error-codes)`)
-    if (entry?.status !== res.status) fail(where, `error code ${String(body.code)} belongs to status ${String(entry?.status)} in the catalogue`)
-  }
-}
-
-function resolvePointer (document: Json, pointer: string): Json {
-  return pointer.split('/').slice(1).reduce<Json>((node, part) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
-}
-
-function decodes (path: string): boolean {
-  try {
-    decodeURIComponent(path)
-    return true
-  } catch {
-    return false
-  }
-}
-
-function parse (where: string, body: string): unknown {
-  try {
-    return JSON.parse(body)
-  } catch {
-    return fail(where, `body is not JSON: ${body.slice(0, 200)}`)
-  }
-}
-
-export class ConformanceError extends Error {
-  override name = 'ConformanceError'
-}
-
-function fail (where: string, message: string): never {
-  throw new ConformanceError(`response does not conform to openapi/openapi.json: ${where}: ${message}`)
-}
-
-let shared: Conformance | undefined
+let shared: ResponseChecker | undefined
 
 /** The checker for the committed document (read once per test process). */
-export function conformance (): Conformance {
-  shared ??= new Conformance(JSON.parse(readFileSync(DOCUMENT_PATH, 'utf8')))
+export function conformance (): ResponseChecker {
+  shared ??= new ResponseChecker(JSON.parse(readFileSync(DOCUMENT_PATH, 'utf8')), { source: 'openapi/openapi.json', refuseUndocumentedHeaders: true })
   return shared
 }
 

@@ -1,0 +1,466 @@
+import { randomBytes } from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
+import { ConformanceError, ResponseChecker } from './response-check.js'
+import { FramingError, RawConnection, send, type Answer, type Target } from './wire.js'
+
+/*
+ * The checks of `petstore conformance` (docs/how-to/check-a-deployment.md): a live deployment,
+ * reached from outside, against the OpenAPI document it serves. Every expectation comes from that
+ * document (operations, parameters and their schemas, statuses, required headers, bodies, the error
+ * catalogue); what the document says only in words (the X-Request-Id echo, deprecation headers on
+ * every answer of a deprecated operation, RateLimit pairs, HTTP/1.1 framing) is checked as described
+ * there. Read-only unless `write` is set: nothing sent could change data, and the requests that
+ * could (415, 413) carry bodies the service refuses before reading them.
+ */
+
+type Json = Record<string, any>
+
+export interface CheckOptions {
+  target: Target
+  key: string
+  /** The document this CLI ships (openapi/openapi.json). */
+  shipped: Json
+  /** Also create pets (named with NAME_PREFIX) and check the answers. */
+  write: boolean
+  /** At most this many pages are walked through the cursor. */
+  maxPages: number
+  /** The largest request body any deployment accepts: one byte more must get 413. */
+  largestBodyLimit: number
+}
+
+export interface CheckResult {
+  id: string
+  outcome: 'passed' | 'failed' | 'skipped'
+  /** For a failure: the request and status it concerns (when there was one), what the document promises and what came back. */
+  where?: string
+  expected?: string
+  got?: string
+  /** For a skip: why the check could not run. */
+  reason?: string
+}
+
+export const NAME_PREFIX = 'conformance-check-'
+
+class Failed extends Error {
+  constructor (readonly expected: string, readonly got: string, readonly where?: string) {
+    super(`expected ${expected}, got ${got}`)
+  }
+}
+
+class Skipped extends Error {}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head']
+
+interface Op { method: string, template: string, op: Json, path: string }
+
+const lower = (h: Answer['headers'], name: string): string | undefined => {
+  const v = h[name.toLowerCase()]
+  return Array.isArray(v) ? v.join(', ') : v
+}
+
+/** The first pointer at which two JSON values differ. */
+function firstDifference (a: unknown, b: unknown, at = ''): string | undefined {
+  if (isDeepStrictEqual(a, b)) return undefined
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return at === '' ? '/' : at
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)])
+  for (const k of keys) {
+    const d = firstDifference((a as Json)[k], (b as Json)[k], `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`)
+    if (d !== undefined) return d
+  }
+  return at === '' ? '/' : at
+}
+
+export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[]> {
+  const results: CheckResult[] = []
+  const run = async (id: string, body: () => Promise<void>): Promise<void> => {
+    try {
+      await body()
+      results.push({ id, outcome: 'passed' })
+    } catch (err) {
+      if (err instanceof Skipped) results.push({ id, outcome: 'skipped', reason: err.message })
+      else if (err instanceof Failed) results.push({ id, outcome: 'failed', where: err.where, expected: err.expected, got: err.got })
+      else if (err instanceof ConformanceError) results.push({ id, outcome: 'failed', where: err.where, expected: 'an answer as the document describes it', got: err.drift })
+      else if (err instanceof FramingError) results.push({ id, outcome: 'failed', expected: err.expected, got: err.got })
+      else results.push({ id, outcome: 'failed', expected: 'an answer', got: (err as Error).message })
+    }
+  }
+  const { target } = opts
+  const runId = randomBytes(4).toString('hex')
+  let requests = 0
+  const requestId = (): string => `${NAME_PREFIX}${runId}-${++requests}`
+
+  // The document: served at /openapi.json, compared with the one this CLI ships.
+  let document = opts.shipped
+  let unreachable = false
+  await run('document', async () => {
+    const res = await send(target, 'GET', '/openapi.json', { accept: 'application/json' }).catch((err: Error) => {
+      unreachable = true
+      throw new Failed('an answer', err.message, `GET ${new URL('/openapi.json', target.base).href}`)
+    })
+    const where = `GET /openapi.json → ${res.status}`
+    if (res.status !== 200) throw new Failed('200 with the OpenAPI document', `${res.status}`, where)
+    const type = lower(res.headers, 'content-type')?.split(';')[0]?.trim()
+    if (type !== 'application/json') throw new Failed('Content-Type application/json', String(type), where)
+    let served: Json
+    try {
+      served = JSON.parse(res.body) as Json
+    } catch {
+      throw new Failed('a JSON document', `${JSON.stringify(res.body.slice(0, 60))}`, where)
+    }
+    if (typeof served.openapi !== 'string' || typeof served.paths !== 'object') throw new Failed('an OpenAPI document', 'JSON without openapi and paths', where)
+    document = served
+    const differs = firstDifference(served, opts.shipped)
+    if (differs !== undefined) throw new Failed(`the document this CLI ships (info.version ${String(opts.shipped.info?.version)})`, `one that differs at ${differs} (info.version ${String(served.info?.version)}); the served document's promises are checked`, where)
+  })
+
+  // Nothing answers there: every other check would say the same.
+  if (unreachable) return results
+
+  const checker = new ResponseChecker(document, { source: 'the served document', refuseUndocumentedHeaders: false })
+  // An operation's servers, else its path's, else the document's: where its path starts.
+  const basePathOf = (...servers: unknown[]): string => {
+    const url = (servers.find(s => Array.isArray(s) && s.length > 0) as Array<{ url: string }> | undefined)?.[0]?.url ?? '/'
+    return new URL(url, 'http://server.invalid').pathname.replace(/\/$/, '')
+  }
+  const pathBases = new Map<string, string>()
+  const ops: Op[] = []
+  for (const [template, item] of Object.entries(document.paths as Record<string, Json>)) {
+    pathBases.set(template, basePathOf(item.servers, document.servers))
+    for (const [method, op] of Object.entries(item)) {
+      if (METHODS.includes(method)) ops.push({ method: method.toUpperCase(), template, op: op as Json, path: basePathOf((op as Json).servers, item.servers, document.servers) + template })
+    }
+  }
+  const secured = (op: Json): boolean => ((op.security ?? document.security ?? []) as Json[]).some(req => Object.keys(req).length > 0)
+  const params = (op: Op): Json[] => {
+    const item = (document.paths as Json)[op.template] as Json
+    return [...(item.parameters ?? []), ...(op.op.parameters ?? [])].map((p: Json) => resolve(document, p))
+  }
+  const auth = { authorization: `Bearer ${opts.key}` }
+
+  /** A request whose answer is checked against the document, then against `expected` statuses. */
+  const call = async (method: string, url: string, headers: Record<string, string>, expected: number[] | ((status: number) => boolean), body?: string | Buffer, describe?: string): Promise<Answer> => {
+    const res = await send(target, method, url, { 'x-request-id': requestId(), ...headers }, body)
+    const where = `${method} ${url} → ${res.status}`
+    const ok = typeof expected === 'function' ? expected(res.status) : expected.includes(res.status)
+    if (!ok) throw new Failed(describe ?? `status ${(expected as number[]).join(' or ')}`, `${res.status}${errorCode(res)}`, where)
+    checker.check(res)
+    return res
+  }
+
+  // Pets the store lists, for the operations that read one (and a missing id).
+  const listed: Array<{ id: string, body: Json }> = []
+  const listOp = ops.find(o => o.method === 'GET' && params(o).some(p => p.in === 'query' && p.name === 'cursor'))
+  const itemOp = ops.find(o => o.method === 'GET' && params(o).some(p => p.in === 'path'))
+  const createOp = ops.find(o => o.method === 'POST' && o.op.requestBody !== undefined)
+  const idParam = itemOp === undefined ? undefined : params(itemOp).find(p => p.in === 'path')
+  const itemPath = (id: string): string => itemOp!.path.replace(`{${String(idParam!.name)}}`, encodeURIComponent(id))
+
+  // --write: create a pet first, so the reads below have one.
+  if (opts.write && createOp !== undefined) {
+    const id = createOp.op.operationId as string
+    const name = `${NAME_PREFIX}${runId}`
+    const media = Object.keys(createOp.op.requestBody.content as Json)[0]!
+    const schema = resolve(document, createOp.op.requestBody.content[media].schema as Json)
+    const newPet = { ...((schema.examples as Json[] | undefined)?.[0] ?? {}), name }
+    const idempotency = params(createOp).find(p => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
+    const keyHeader: Record<string, string> = idempotency === undefined ? {} : { 'idempotency-key': `${NAME_PREFIX}${runId}` }
+    const created = success(createOp.op)
+    let first: Answer | undefined
+    await run(`${id} ${created}`, async () => {
+      first = await call('POST', createOp.path, { ...auth, 'content-type': media, ...keyHeader }, [created], JSON.stringify(newPet))
+      const body = JSON.parse(first.body) as Json
+      for (const [k, v] of Object.entries(newPet)) {
+        if (!isDeepStrictEqual(body[k], v)) throw new Failed(`${k} ${JSON.stringify(v)} as sent`, JSON.stringify(body[k]), `POST ${createOp.path} → ${first.status}`)
+      }
+    })
+    if (first !== undefined) {
+      const location = lower(first.headers, 'location')
+      const createdBody = JSON.parse(first.body) as Json
+      await run(`${id} Location readable`, async () => {
+        if (location === undefined) throw new Failed('a Location header', 'none', `POST ${createOp.path} → ${first!.status}`)
+        const read = await call('GET', new URL(location, target.base).pathname, auth, [200])
+        if (!isDeepStrictEqual(JSON.parse(read.body), createdBody)) throw new Failed(`the created pet ${JSON.stringify(createdBody)}`, read.body.slice(0, 200), `GET ${location} → 200`)
+      })
+      if (idempotency !== undefined) {
+        await run(`${id} Idempotency-Key replay`, async () => {
+          const again = await call('POST', createOp.path, { ...auth, 'content-type': media, ...keyHeader }, [created], JSON.stringify(newPet))
+          const where = `POST ${createOp.path} (same Idempotency-Key) → ${again.status}`
+          if (lower(again.headers, 'idempotent-replayed') !== 'true') throw new Failed('Idempotent-Replayed: true', String(lower(again.headers, 'idempotent-replayed') ?? 'no such header'), where)
+          if (!isDeepStrictEqual(JSON.parse(again.body), createdBody)) throw new Failed(`the first answer's body ${first!.body.slice(0, 120)}`, again.body.slice(0, 120), where)
+          if (lower(again.headers, 'location') !== location) throw new Failed(`Location ${String(location)}`, String(lower(again.headers, 'location')), where)
+        })
+      }
+    }
+  }
+
+  // Every GET operation, as a client first calls it.
+  for (const o of ops.filter(o => o.method === 'GET' && o !== itemOp)) {
+    const id = String(o.op.operationId ?? `${o.method} ${o.template}`)
+    await run(id, async () => {
+      const res = await call('GET', o.path, secured(o.op) ? auth : {}, expectedStatus(o.op), undefined, describeExpected(o.op))
+      if (o === listOp && res.status === 200) for (const pet of JSON.parse(res.body) as Json[]) listed.push({ id: String(pet.id), body: pet })
+    })
+  }
+
+  // The list: limit, filters, the cursor walk.
+  if (listOp !== undefined) {
+    const id = listOp.op.operationId as string
+    const listParams = params(listOp)
+    const limit = listParams.find(p => p.in === 'query' && p.name === 'limit')
+    const pageSize = limit === undefined ? undefined : Math.min(2, Number(limit.schema?.maximum ?? 2))
+    if (pageSize !== undefined) {
+      await run(`${id} limit=${pageSize}`, async () => {
+        const url = `${listOp.path}?limit=${pageSize}`
+        const res = await call('GET', url, auth, [200])
+        const n = (JSON.parse(res.body) as Json[]).length
+        if (n > pageSize) throw new Failed(`at most ${pageSize} items`, `${n}`, `GET ${url} → 200`)
+      })
+    }
+    for (const filter of listParams.filter(p => p.in === 'query' && Array.isArray(p.schema?.enum))) {
+      for (const value of filter.schema.enum as string[]) {
+        await run(`${id} ${String(filter.name)}=${value}`, async () => {
+          const url = `${listOp.path}?${String(filter.name)}=${encodeURIComponent(value)}`
+          const res = await call('GET', url, auth, [200])
+          const other = (JSON.parse(res.body) as Json[]).find(p => filter.name in p && p[filter.name] !== value)
+          if (other !== undefined) throw new Failed(`only items with ${String(filter.name)} ${value}`, JSON.stringify(other).slice(0, 200), `GET ${url} → 200`)
+        })
+      }
+    }
+    await run(`${id} cursor walk`, async () => {
+      const seen = new Set<string>()
+      let url: string | undefined = `${listOp.path}${limit === undefined ? '' : `?limit=${pageSize ?? 2}`}`
+      for (let page = 0; url !== undefined && page < opts.maxPages; page++) {
+        const res = await call('GET', url, auth, [200])
+        for (const pet of JSON.parse(res.body) as Json[]) {
+          const pid = String(pet.id)
+          if (seen.has(pid)) throw new Failed('each item once across the pages', `id ${pid} again`, `GET ${url} → 200`)
+          seen.add(pid)
+          if (!listed.some(l => l.id === pid)) listed.push({ id: pid, body: pet })
+        }
+        const next = /<([^>]*)>;\s*rel="next"/.exec(lower(res.headers, 'link') ?? '')?.[1]
+        if (next !== undefined) {
+          const nextUrl: URL = new URL(next, new URL(url, target.base))
+          if (nextUrl.origin !== new URL(target.base).origin && !next.startsWith('/')) throw new Failed('a next link on this deployment', next, `GET ${url} → 200`)
+          url = nextUrl.pathname + nextUrl.search
+        } else {
+          url = undefined
+        }
+      }
+    })
+  }
+
+  // One item: a listed one, a missing one.
+  if (itemOp !== undefined && idParam !== undefined) {
+    const id = itemOp.op.operationId as string
+    const missing = missingId(idParam.schema as Json, new Set(listed.map(l => l.id)))
+    await run(id, async () => {
+      const pet = listed[0]
+      if (pet === undefined) throw new Skipped(`the deployment lists no item to read${opts.write ? '' : ' (--write creates one)'}`)
+      const res = await call('GET', itemPath(pet.id), auth, [success(itemOp.op)])
+      const body = JSON.parse(res.body) as Json
+      if (String(body.id) !== pet.id) throw new Failed(`the item with id ${pet.id}`, res.body.slice(0, 200), `GET ${itemPath(pet.id)} → ${res.status}`)
+    })
+    if ('404' in itemOp.op.responses) await run(`${id} missing id`, async () => { await call('GET', itemPath(missing), auth, [404]) })
+    if (itemOp.op.deprecated === true) {
+      // Every answer of a deprecated operation carries what the document requires of it (Deprecation,
+      // Sunset, the successor Link): checked on each answer above; here the 404 again, by name.
+      await run(`${id} deprecation headers`, async () => {
+        const res = await send(target, 'GET', itemPath(missing), auth)
+        const response = (itemOp.op.responses[String(res.status)] ?? {}) as Json
+        const required = Object.entries((response.headers ?? {}) as Json).filter(([name, h]) => resolve(document, h as Json).required === true && !['x-request-id'].includes(name.toLowerCase()))
+        for (const [name] of required) {
+          if (lower(res.headers, name) === undefined) throw new Failed(`header ${name} (the document requires it on this deprecated operation)`, 'no such header', `GET ${itemPath(missing)} → ${res.status}`)
+        }
+      })
+    }
+  }
+
+  // Conditional requests: an answer's ETag sent back in If-None-Match gets 304 without a body.
+  for (const o of ops.filter(o => o.method === 'GET' && '304' in (o.op.responses as Json))) {
+    const id = String(o.op.operationId)
+    await run(`${id} If-None-Match → 304`, async () => {
+      const url = o === itemOp ? (listed[0] === undefined ? undefined : itemPath(listed[0].id)) : o.path
+      if (url === undefined) throw new Skipped('no item to read')
+      const first = await call('GET', url, auth, [success(o.op)])
+      const etag = lower(first.headers, 'etag')
+      if (etag === undefined) throw new Failed('an ETag header', 'none', `GET ${url} → ${first.status}`)
+      const again = await call('GET', url, { ...auth, 'if-none-match': etag }, [304])
+      if (again.body !== '') throw new Failed('no body with 304', `${again.body.length} bytes`, `GET ${url} → 304`)
+      if (lower(again.headers, 'etag') !== etag) throw new Failed(`ETag ${etag}`, String(lower(again.headers, 'etag')), `GET ${url} → 304`)
+    })
+  }
+
+  // Without a key: 401 and the bearer challenge.
+  for (const o of ops.filter(o => secured(o.op) && '401' in (o.op.responses as Json) && o.method === 'GET')) {
+    const url = o === itemOp ? itemPath(listed[0]?.id ?? '1') : o.path
+    await run(`${String(o.op.operationId)} without a key → 401`, async () => { await call(o.method, url, {}, [401]) })
+  }
+
+  // A malformed parameter: 400.
+  for (const o of ops.filter(o => o.method === 'GET' && '400' in (o.op.responses as Json))) {
+    for (const p of params(o).filter(p => p.in === 'query' || p.in === 'path')) {
+      const bad = invalidValue(p.schema as Json | undefined)
+      if (bad === undefined) continue
+      const url = p.in === 'path'
+        ? o.path.replace(`{${String(p.name)}}`, encodeURIComponent(bad))
+        : `${o.path.replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')}?${String(p.name)}=${encodeURIComponent(bad)}`
+      await run(`${String(o.op.operationId)} ${String(p.name)}=${bad.length > 20 ? `${bad.slice(0, 12)}…(${bad.length})` : bad} → 400`, async () => { await call('GET', url, auth, [400]) })
+    }
+  }
+
+  // A method the path does not have: 405 with Allow naming the ones it has.
+  const unrouted = (document['x-unrouted-requests']?.responses ?? {}) as Json
+  if ('405' in unrouted) {
+    for (const template of Object.keys(document.paths as Json)) {
+      const path = (ops.find(o => o.template === template)?.path ?? pathBases.get(template)! + template).replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')
+      const has = ops.filter(o => o.template === template).map(o => o.method)
+      const other = ['DELETE', 'PUT', 'PATCH'].find(m => !has.includes(m))
+      if (other === undefined) continue
+      await run(`${other} ${template} → 405`, async () => {
+        const res = await call(other, path, auth, [405])
+        const allow = (lower(res.headers, 'allow') ?? '').split(',').map(s => s.trim())
+        const missingMethods = [...has, ...(has.includes('GET') ? ['HEAD'] : [])].filter(m => !allow.includes(m))
+        if (missingMethods.length > 0) throw new Failed(`Allow naming ${has.join(', ')}`, `Allow: ${lower(res.headers, 'allow') ?? '(none)'}`, `${other} ${path} → 405`)
+      })
+    }
+  }
+
+  // Bodies the service refuses before reading them (nothing is written).
+  for (const o of ops.filter(o => o.op.requestBody !== undefined)) {
+    const id = String(o.op.operationId)
+    if ('415' in (o.op.responses as Json)) {
+      await run(`${id} text/plain → 415`, async () => { await call(o.method, o.path, { ...auth, 'content-type': 'text/plain' }, [415], 'conformance check') })
+    }
+    if ('413' in (o.op.responses as Json)) {
+      // An object padded with spaces past any deployment's body limit; were it read, it would be
+      // refused as invalid (400/422), never stored.
+      const body = Buffer.alloc(opts.largestBodyLimit + 1, 0x20)
+      body[0] = 0x7b
+      body[body.length - 1] = 0x7d
+      // Sent with Expect: 100-continue, as a client sends a large body: the service answers from the
+      // headers alone, so the body is never sent.
+      await run(`${id} body of ${body.length} bytes → 413`, async () => { await call(o.method, o.path, { ...auth, 'content-type': 'application/json', 'content-length': String(body.length), expect: '100-continue' }, [413], body) })
+    }
+  }
+
+  // Headers described in words.
+  if (listOp !== undefined) {
+    await run('X-Request-Id echoed', async () => {
+      const sent = `${NAME_PREFIX}${runId}-echo`
+      const res = await send(target, 'GET', listOp.path, { ...auth, 'x-request-id': sent })
+      const got = lower(res.headers, 'x-request-id')
+      if (got !== sent) throw new Failed(`X-Request-Id: ${sent} (the client's own id, echoed)`, got === undefined ? 'no X-Request-Id' : `X-Request-Id: ${got}`, `GET ${listOp.path} → ${res.status}`)
+    })
+    const documented = Object.keys((listOp.op.responses['200']?.headers ?? {}) as Json)
+    const pair = ['RateLimit', 'RateLimit-Policy'].filter(h => documented.includes(h))
+    if (pair.length === 2) {
+      await run('RateLimit headers', async () => {
+        // Rate limits may be turned off; when on, both headers come on every answer to a key.
+        const answers = [await send(target, 'GET', listOp.path, auth), await send(target, 'GET', `${listOp.path}?limit=1`, auth)]
+        const has = answers.map(a => pair.map(h => lower(a.headers, h) !== undefined))
+        const any = has.some(h => h.some(Boolean))
+        for (const [i, h] of has.entries()) {
+          if (any && !h.every(Boolean)) throw new Failed(`${pair.join(' and ')} on every answer once one carries them`, `${pair.filter((_, j) => !h[j]).join(', ')} missing`, `GET ${listOp.path} (answer ${i + 1}) → ${answers[i]!.status}`)
+        }
+        for (const a of answers) {
+          const rl = lower(a.headers, 'ratelimit')
+          if (rl !== undefined && !/;\s*r=\d+/.test(rl)) throw new Failed('RateLimit with r=<remaining> (IETF RateLimit draft)', rl, `GET ${listOp.path} → ${a.status}`)
+        }
+      })
+    }
+  }
+
+  // HTTP/1.1 framing on one kept-alive raw connection: a large page, HEAD, an error, then close.
+  if (listOp !== undefined) {
+    await run('HTTP/1.1 framing and keep-alive', async () => {
+      const conn = await RawConnection.open(target)
+      try {
+        const host = target.base.host
+        const limit = params(listOp).find(p => p.name === 'limit')
+        const big = `${listOp.path}${limit?.schema?.maximum === undefined ? '' : `?limit=${String(limit.schema.maximum)}`}`
+        const head = (method: string, url: string, extra = ''): string => `${method} ${url} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${opts.key}\r\nAccept: application/json\r\n${extra}\r\n`
+        const steps: Array<[string, string]> = [['GET', big], ['HEAD', big], ['GET', itemOp === undefined ? listOp.path : itemPath(missingId((idParam?.schema ?? {}) as Json, new Set(listed.map(l => l.id))))]]
+        for (const [method, url] of steps) {
+          conn.write(head(method, url))
+          const res = await conn.read(method)
+          const where = `${method} ${url} → ${res.status} (raw connection)`
+          if (method === 'HEAD') {
+            // Whatever follows the head must be the next answer: a HEAD answer with a body shows up there.
+            if (conn.leftover().length > 0) throw new Failed('no body after a HEAD answer', `${conn.leftover().length} bytes`, where)
+          } else {
+            if (res.framing === 'close') throw new Failed('Content-Length or chunked framing (the connection kept open)', 'a body delimited by closing the connection', where)
+            const type = res.headers.get('content-type')?.split(';')[0]?.trim()
+            if (type === 'application/json') {
+              try {
+                JSON.parse(res.body.toString('utf8'))
+              } catch {
+                throw new Failed(`a complete JSON body (${res.framing})`, `${res.body.length} bytes that do not parse`, where)
+              }
+            }
+          }
+          if (/\bclose\b/i.test(res.headers.get('connection') ?? '')) throw new Failed('the connection kept alive (HTTP/1.1 default)', 'Connection: close', where)
+        }
+        conn.write(head('GET', listOp.path, 'Connection: close\r\n'))
+        await conn.read('GET')
+        const extra = await conn.closedCleanly()
+        if (extra.length > 0) throw new Failed('nothing after the last answer', `${extra.length} more bytes`, `GET ${listOp.path} (raw connection)`)
+      } finally {
+        conn.close()
+      }
+    })
+  }
+
+  return results
+}
+
+function resolve (document: Json, node: Json): Json {
+  if (typeof node?.$ref !== 'string' || !node.$ref.startsWith('#/')) return node
+  const found = (node.$ref as string).slice(2).split('/').reduce<Json>((n, part) => n?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
+  return resolve(document, found)
+}
+
+/** The success status the document lists for an operation (the lowest 2xx). */
+function success (op: Json): number {
+  const codes = Object.keys(op.responses as Json).filter(s => /^2\d\d$/.test(s)).map(Number).sort((a, b) => a - b)
+  return codes[0] ?? 200
+}
+
+/** A 2xx the document lists; for an operation without one (not implemented yet), a documented answer that is not a server failure. */
+function expectedStatus (op: Json): (status: number) => boolean {
+  const codes = Object.keys(op.responses as Json).filter(s => /^\d{3}$/.test(s)).map(Number)
+  const ok = codes.filter(s => s >= 200 && s < 300)
+  if (ok.length > 0) return s => ok.includes(s)
+  return s => codes.includes(s) && (s < 500 || s === 501)
+}
+
+function describeExpected (op: Json): string {
+  const codes = Object.keys(op.responses as Json).filter(s => /^\d{3}$/.test(s)).map(Number)
+  const ok = codes.filter(s => s >= 200 && s < 300)
+  return ok.length > 0 ? `status ${ok.join(' or ')}` : `a documented status other than a server failure (${codes.filter(s => s < 500 || s === 501).join(', ')})`
+}
+
+/** A value the parameter's schema refuses, when one follows from it. */
+function invalidValue (schema: Json | undefined): string | undefined {
+  if (schema === undefined) return undefined
+  if (Array.isArray(schema.enum)) return `${NAME_PREFIX}not-a-value`
+  if (schema.type === 'integer') return typeof schema.maximum === 'number' ? String(schema.maximum + 1) : 'x'
+  if (schema.type === 'string' && typeof schema.maxLength === 'number') return 'x'.repeat(schema.maxLength + 1)
+  return undefined
+}
+
+/** An id no listed item has, within the schema's range. */
+function missingId (schema: Json, taken: Set<string>): string {
+  let id = schema.format === 'int64' ? 9223372036854775807n : BigInt(Number.MAX_SAFE_INTEGER)
+  if (typeof schema.maximum === 'number') id = BigInt(schema.maximum)
+  while (taken.has(String(id))) id--
+  return String(id)
+}
+
+function errorCode (res: Answer): string {
+  try {
+    const body = JSON.parse(res.body) as Json
+    return typeof body.code === 'string' ? ` (${body.code})` : ''
+  } catch {
+    return ''
+  }
+}

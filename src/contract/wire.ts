@@ -1,0 +1,220 @@
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import { connect as netConnect, type Socket } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
+
+/*
+ * HTTP as `petstore conformance` speaks it to a deployment: one request per connection through
+ * node:http(s) (answers exactly as sent: no decompression, no redirects followed), and a raw
+ * connection (node:net / node:tls) that writes requests byte for byte and reads the answers' framing
+ * itself, so a proxy that breaks Content-Length, chunked encoding, keep-alive or HEAD is seen.
+ */
+
+export interface Answer {
+  method: string
+  /** Path and query as sent. */
+  url: string
+  status: number
+  headers: IncomingHttpHeaders
+  body: string
+}
+
+export interface Target {
+  /** Origin and base path, e.g. https://pets.example.com */
+  base: URL
+  timeoutMs: number
+}
+
+/** One request on a fresh connection; resolves with the answer or rejects with a transport error. */
+export function send (target: Target, method: string, url: string, headers: Record<string, string>, body?: string | Buffer): Promise<Answer> {
+  const where = new URL(url, target.base)
+  const request = where.protocol === 'https:' ? httpsRequest : httpRequest
+  return new Promise((resolve, reject) => {
+    const req = request(where, { method, headers: { connection: 'close', ...headers }, agent: false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (d: Buffer) => chunks.push(d))
+      res.on('end', () => resolve({ method, url, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
+      res.on('error', reject)
+    })
+    req.setTimeout(target.timeoutMs, () => req.destroy(new Error(`no answer within ${target.timeoutMs} ms`)))
+    req.on('error', reject)
+    if (headers.expect?.toLowerCase() === '100-continue') {
+      // The body goes only once the server asks for it; an answer first (413) ends the exchange.
+      req.on('continue', () => req.end(body))
+      req.flushHeaders()
+      req.on('response', (res) => res.on('end', () => req.destroy()))
+    } else {
+      req.end(body)
+    }
+  })
+}
+
+export interface RawAnswer {
+  status: number
+  /** Header names in lower case; repeated headers joined with ", ". */
+  headers: Map<string, string>
+  body: Buffer
+  /** How the body was delimited. */
+  framing: 'content-length' | 'chunked' | 'none' | 'close'
+}
+
+/** A framing error: what was expected on the wire and what came instead. */
+export class FramingError extends Error {
+  constructor (readonly expected: string, readonly got: string) {
+    super(`expected ${expected}, got ${got}`)
+    this.name = 'FramingError'
+  }
+}
+
+const show = (b: Buffer): string => JSON.stringify(b.subarray(0, 60).toString('latin1'))
+
+/** A raw HTTP/1.1 connection: requests are written as given, answers parsed strictly. */
+export class RawConnection {
+  private buffered = Buffer.alloc(0)
+  private ended = false
+  private failure: Error | undefined
+  private wake: (() => void) | undefined
+
+  private constructor (private readonly socket: Socket, private readonly timeoutMs: number) {
+    socket.on('data', (d: Buffer) => { this.buffered = Buffer.concat([this.buffered, d]); this.notify() })
+    socket.on('end', () => { this.ended = true; this.notify() })
+    socket.on('close', () => { this.ended = true; this.notify() })
+    socket.on('error', (err) => { this.failure = err; this.notify() })
+  }
+
+  static open (target: Target): Promise<RawConnection> {
+    const { hostname, port, protocol } = target.base
+    const host = hostname.replace(/^\[|\]$/g, '')
+    return new Promise((resolve, reject) => {
+      const socket = protocol === 'https:'
+        ? tlsConnect({ host, port: Number(port === '' ? 443 : port), servername: /^[\d.]+$|:/.test(host) ? undefined : host, ALPNProtocols: ['http/1.1'] })
+        : netConnect({ host, port: Number(port === '' ? 80 : port) })
+      const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no connection within ${target.timeoutMs} ms`)) }, target.timeoutMs)
+      socket.once(protocol === 'https:' ? 'secureConnect' : 'connect', () => { clearTimeout(timer); resolve(new RawConnection(socket, target.timeoutMs)) })
+      socket.once('error', (err) => { clearTimeout(timer); reject(err) })
+    })
+  }
+
+  get closed (): boolean {
+    return this.ended
+  }
+
+  write (text: string): void {
+    this.socket.write(text)
+  }
+
+  close (): void {
+    this.socket.destroy()
+  }
+
+  private notify (): void {
+    const wake = this.wake
+    this.wake = undefined
+    wake?.()
+  }
+
+  /** Waits until more bytes arrive, the peer closes, or the timeout passes. */
+  private async more (what: string): Promise<void> {
+    if (this.failure !== undefined) throw this.failure
+    if (this.ended) throw new FramingError(what, `the connection closed after ${show(this.buffered)}`)
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => { this.wake = undefined; reject(new FramingError(what, `nothing more within ${this.timeoutMs} ms after ${show(this.buffered)}`)) }, this.timeoutMs)
+      this.wake = () => { clearTimeout(timer); resolve() }
+    })
+    if (this.failure !== undefined) throw this.failure
+  }
+
+  private async line (what: string): Promise<string> {
+    for (;;) {
+      const end = this.buffered.indexOf('\r\n')
+      if (end >= 0) {
+        const line = this.buffered.subarray(0, end).toString('latin1')
+        this.buffered = this.buffered.subarray(end + 2)
+        return line
+      }
+      await this.more(what)
+    }
+  }
+
+  private async bytes (n: number, what: string): Promise<Buffer> {
+    while (this.buffered.length < n) await this.more(what)
+    const out = this.buffered.subarray(0, n)
+    this.buffered = this.buffered.subarray(n)
+    return out
+  }
+
+  /** Reads one answer to a request of `method`; throws FramingError where the bytes break HTTP/1.1. */
+  async read (method: string): Promise<RawAnswer> {
+    const statusLine = await this.line('a status line')
+    const m = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine)
+    if (m === null) throw new FramingError('a status line (HTTP/1.1 NNN …)', JSON.stringify(statusLine.slice(0, 60)))
+    const status = Number(m[1])
+    const headers = new Map<string, string>()
+    for (;;) {
+      const header = await this.line('the end of the header section')
+      if (header === '') break
+      const colon = header.indexOf(':')
+      if (colon <= 0) throw new FramingError('a header line (name: value)', JSON.stringify(header.slice(0, 60)))
+      const name = header.slice(0, colon).trim().toLowerCase()
+      const value = header.slice(colon + 1).trim()
+      headers.set(name, headers.has(name) ? `${headers.get(name)!}, ${value}` : value)
+    }
+    // 1xx answers precede the final one.
+    if (status >= 100 && status < 200) return await this.read(method)
+    if (method === 'HEAD' || status === 204 || status === 304) return { status, headers, body: Buffer.alloc(0), framing: 'none' }
+    const transferEncoding = headers.get('transfer-encoding')
+    if (transferEncoding !== undefined) {
+      if (transferEncoding.toLowerCase() !== 'chunked') throw new FramingError('Transfer-Encoding: chunked (the only coding a client must decode)', `Transfer-Encoding: ${transferEncoding}`)
+      if (headers.has('content-length')) throw new FramingError('either Transfer-Encoding or Content-Length', 'both')
+      const parts: Buffer[] = []
+      for (;;) {
+        const sizeLine = await this.line('a chunk size line')
+        const size = /^([0-9A-Fa-f]{1,16})[ \t]*(;.*)?$/.exec(sizeLine)
+        if (size === null) throw new FramingError('a chunk size in hexadecimal', JSON.stringify(sizeLine.slice(0, 60)))
+        const n = Number.parseInt(size[1]!, 16)
+        if (n === 0) {
+          while ((await this.line('the end of the trailer section')) !== '');
+          break
+        }
+        parts.push(await this.bytes(n, `a chunk of ${n} bytes`))
+        const after = await this.bytes(2, 'CRLF after a chunk')
+        if (after.toString('latin1') !== '\r\n') throw new FramingError(`CRLF after a chunk of ${n} bytes`, show(after))
+      }
+      return { status, headers, body: Buffer.concat(parts), framing: 'chunked' }
+    }
+    const contentLength = headers.get('content-length')
+    if (contentLength !== undefined) {
+      if (!/^\d+$/.test(contentLength)) throw new FramingError('Content-Length as one decimal number', JSON.stringify(contentLength))
+      const body = await this.bytes(Number(contentLength), `a body of ${contentLength} bytes (Content-Length)`)
+      return { status, headers, body, framing: 'content-length' }
+    }
+    // Neither: the body runs until the connection closes.
+    while (!this.ended) {
+      try {
+        await this.more('the connection to close (no Content-Length, not chunked)')
+      } catch (err) {
+        if (!this.ended) throw err
+      }
+    }
+    const body = this.buffered
+    this.buffered = Buffer.alloc(0)
+    return { status, headers, body, framing: 'close' }
+  }
+
+  /** Bytes received past the answers read so far. */
+  leftover (): Buffer {
+    return this.buffered
+  }
+
+  /** Waits for the peer to close (after Connection: close), then says whether extra bytes came. */
+  async closedCleanly (): Promise<Buffer> {
+    while (!this.ended) {
+      try {
+        await this.more('the connection to close')
+      } catch (err) {
+        if (!this.ended) throw err
+      }
+    }
+    return this.buffered
+  }
+}
