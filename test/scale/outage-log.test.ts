@@ -37,7 +37,9 @@ describe('the log of a PostgreSQL outage', () => {
     const headers = { authorization: `Bearer ${made.stdout.trim()}`, 'content-type': 'application/json' }
     const servers = [
       await startServer(t, { ...env, DATABASE_URL: at(cluster.url) }),
-      await startServer(t, { ...env, DATABASE_URL: at(bouncer.url) })
+      // Named statements off from the start behind this pooler (1.18 does not track them): else the
+      // one-time line that switches them off can fall inside the outage.
+      await startServer(t, { ...env, DATABASE_URL: at(bouncer.url), PG_PREPARED_STATEMENTS: 'off' })
     ]
 
     // Creates from three clients per instance, and a load balancer's /readyz every 250 ms.
