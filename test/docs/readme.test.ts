@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
 import { tempDir } from '../helpers/app.js'
+import { type CodeBlock, codeBlocks as markdownBlocks } from '../helpers/markdown.js'
 import { childEnv, ROOT, runCli, startServer } from '../helpers/process.js'
 
 /*
@@ -20,21 +21,10 @@ const README = join(ROOT, 'README.md')
 const TUTORIAL = join(ROOT, 'docs', 'tutorial.md')
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
 
-interface Block { file: string, line: number, lang: string, kind: string, text: string }
+type Block = CodeBlock
 
-function codeBlocks (file: string): Block[] {
-  const out: Block[] = []
-  const lines = readFileSync(file, 'utf8').split('\n')
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\S*)\s*(.*)$/.exec(lines[i]!)
-    if (open === null) continue
-    const start = i
-    const body: string[] = []
-    for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i]!)
-    out.push({ file: relative(ROOT, file), line: start + 1, lang: open[1]!, kind: open[2]!.trim(), text: body.join('\n') })
-  }
-  return out
-}
+/** The file named relative to the project, as the expectations below name it. */
+const codeBlocks = (file: string): Block[] => markdownBlocks(file).map(b => ({ ...b, file: relative(ROOT, b.file) }))
 
 const where = (b: Block) => `${b.file}:${b.line}`
 

@@ -10,6 +10,7 @@ import { asPostgresUser, postgresOwner } from '../../scripts/lib/local.mjs'
 import { findPgBouncer } from '../../scripts/pgbouncer.mjs'
 import { createTestDatabase, tempDir, testClusterUrl } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
+import { type CodeBlock, codeBlocks } from '../helpers/markdown.js'
 import { killAtExit } from '../helpers/exit-watch.js'
 import { childEnv, ROOT } from '../helpers/process.js'
 import { freePort } from '../helpers/server.js'
@@ -35,21 +36,10 @@ const DOC_WRITTEN = ['backups/first.db', 'backups/petstore-before-move.db', 'bac
 /** How-tos with a test of their own below; every other how-to's `run` blocks are run as they are. */
 const OWN_TEST = new Set(['postgresql.md', 'pgbouncer.md'])
 
-interface Block { file: string, line: number, kind: string, text: string, lang: string }
+type Block = CodeBlock
 
-function blocks (file: string): Block[] {
-  const out: Block[] = []
-  const lines = readFileSync(file, 'utf8').split('\n')
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\S*)\s*(.*)$/.exec(lines[i]!)
-    if (open === null || open[1] === '') continue
-    const start = i
-    const body: string[] = []
-    for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i]!)
-    out.push({ file, line: start + 1, lang: open[1]!, kind: open[2]!.trim(), text: body.join('\n') })
-  }
-  return out
-}
+/** The blocks that name a language (a bare fence is plain text). */
+const blocks = (file: string): Block[] => codeBlocks(file).filter(b => b.lang !== '')
 
 const howTos = (): string[] => readdirSync(join(DOCS, 'how-to')).filter(f => f.endsWith('.md')).map(f => join(DOCS, 'how-to', f))
 const shellBlocks = (file: string): Block[] => blocks(file).filter(b => SHELL.has(b.lang))

@@ -120,6 +120,20 @@ export async function createTestDatabase (t: TestContext, cleanup?: () => Promis
   return url.href
 }
 
+/** Creates the database `name` on a cluster a test started itself; returns the URL of that database at `base` (the cluster's or a pooler's). */
+export async function createDatabaseOn (clusterUrl: string, name: string, base: string = clusterUrl): Promise<string> {
+  const admin = new pg.Client({ connectionString: clusterUrl })
+  await admin.connect()
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await admin.end()
+  }
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  return url.href
+}
+
 /** A DATABASE_URL for a fresh database of the given kind (SQLite: a file in `dir`, or a new temp dir). */
 export async function testDatabaseUrl (t: TestContext, store: StoreKind, dir?: string): Promise<string> {
   if (store !== 'sqlite') return await createTestDatabase(t, undefined, store)

@@ -10,6 +10,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
+import { createDatabaseOn } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 
 /*
@@ -81,13 +82,8 @@ async function setUp (t: TestContext, instances: number, relay?: (upstreamPort: 
   // Thawed before anything else is cleaned up.
   const bouncer = pooler ? await startPgBouncer(cluster.url, { server_login_retry: 1, query_wait_timeout: 1 }) : undefined
   if (bouncer !== undefined) onCleanup(t, () => bouncer.destroy())
-  const admin = new pg.Client({ connectionString: cluster.url })
-  await admin.connect()
-  await admin.query('CREATE DATABASE outcome')
-  await admin.end()
-  const url = new URL(bouncer?.url ?? cluster.url)
+  const url = new URL(await createDatabaseOn(cluster.url, 'outcome', bouncer?.url))
   if (relay !== undefined) url.port = String(await relay(bouncer?.port ?? cluster.port))
-  url.pathname = '/outcome'
   const config = loadConfig({ DATABASE_URL: url.href, PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '500', RATE_LIMIT_MAX: '0' })
   const apps: FastifyInstance[] = []
   let key = ''

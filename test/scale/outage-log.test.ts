@@ -1,9 +1,9 @@
 // requires: postgresql, pgbouncer
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import pg from 'pg'
 import { startCluster } from '../../scripts/pg-cluster.mjs'
 import { startPgBouncer } from '../../scripts/pgbouncer.mjs'
+import { createDatabaseOn } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 import { runCli, startServer, waitForOutput, type RunningServer } from '../helpers/process.js'
 
@@ -26,20 +26,18 @@ describe('the log of a PostgreSQL outage', () => {
     onCleanup(t, () => cluster.destroy())
     const bouncer = await startPgBouncer(cluster.url, { server_login_retry: 1, query_wait_timeout: 1 })
     onCleanup(t, () => bouncer.destroy())
-    const admin = new pg.Client({ connectionString: cluster.url })
-    await admin.connect()
-    await admin.query('CREATE DATABASE outagelog')
-    await admin.end()
-    const at = (base: string) => { const u = new URL(base); u.pathname = '/outagelog'; return u.href }
+    const direct = await createDatabaseOn(cluster.url, 'outagelog')
+    const pooled = new URL(bouncer.url)
+    pooled.pathname = '/outagelog'
     const env = { PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '500', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json' }
-    const made = await runCli(['keys', 'create', '--create', '--name', 'outage-log'], { DATABASE_URL: at(cluster.url) })
+    const made = await runCli(['keys', 'create', '--create', '--name', 'outage-log'], { DATABASE_URL: direct })
     assert.equal(made.code, 0, made.stderr)
     const headers = { authorization: `Bearer ${made.stdout.trim()}`, 'content-type': 'application/json' }
     const servers = [
-      await startServer(t, { ...env, DATABASE_URL: at(cluster.url) }),
+      await startServer(t, { ...env, DATABASE_URL: direct }),
       // Named statements off from the start behind this pooler (1.18 does not track them): else the
       // one-time line that switches them off can fall inside the outage.
-      await startServer(t, { ...env, DATABASE_URL: at(bouncer.url), PG_PREPARED_STATEMENTS: 'off' })
+      await startServer(t, { ...env, DATABASE_URL: pooled.href, PG_PREPARED_STATEMENTS: 'off' })
     ]
 
     // Creates from three clients per instance, and a load balancer's /readyz every 250 ms.

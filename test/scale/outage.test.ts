@@ -2,13 +2,13 @@
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import pg from 'pg'
 import { startCluster, type Cluster } from '../../scripts/pg-cluster.mjs'
 import { startPgBouncer, type PgBouncer } from '../../scripts/pgbouncer.mjs'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
+import { createDatabaseOn } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 
 interface Outcome { status: number, body: { id?: number, code?: string, message?: string, status?: number }, startedAt: number }
@@ -29,14 +29,9 @@ async function appOnOwnCluster (t: TestContext, pooler = false): Promise<{ clust
   onCleanup(t, () => cluster.destroy())
   const bouncer = pooler ? await startPgBouncer(cluster.url, { server_login_retry: 1 }) : undefined
   if (bouncer !== undefined) onCleanup(t, () => bouncer.destroy())
-  const admin = new pg.Client({ connectionString: cluster.url })
-  await admin.connect()
-  await admin.query('CREATE DATABASE outage')
-  await admin.end()
-  const url = new URL(bouncer?.url ?? cluster.url)
-  url.pathname = '/outage'
+  const url = await createDatabaseOn(cluster.url, 'outage', bouncer?.url)
   // The per-key limit is off: a long outage answers 503s fast enough to use up a window.
-  const config = loadConfig({ DATABASE_URL: url.href, PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '500', RATE_LIMIT_MAX: '0' })
+  const config = loadConfig({ DATABASE_URL: url, PG_CONNECT_TIMEOUT_MS: '500', PG_STATEMENT_TIMEOUT_MS: '500', RATE_LIMIT_MAX: '0' })
   const store = await openStore(config)
   const app = await buildApp({ config, store })
   onCleanup(t, () => app.close())
