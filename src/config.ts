@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -5,7 +6,19 @@ import { Type, type Static } from 'typebox'
 import { checkEnv } from './env-check.js'
 
 /** The project directory (holding package.json): one level above this file in src/ and in dist/. */
-export const PROJECT_ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
+/**
+ * The project directory: the nearest folder above this module that holds a package.json. This module
+ * runs from src/, from dist/, or from a chunk of the production bundle (dist/chunks/), so its own
+ * depth says nothing.
+ */
+export const PROJECT_ROOT = projectRoot(dirname(fileURLToPath(import.meta.url)))
+
+function projectRoot (from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir
+    if (dirname(dir) === dir) return resolve(from, '..')
+  }
+}
 const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 /** The largest BODY_LIMIT a deployment may set (petstore conformance sends one byte more to see 413). */
 export const LARGEST_BODY_LIMIT = 1048576

@@ -1,11 +1,13 @@
 // requires: script
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
 import { tempDir } from '../helpers/app.js'
-import { ROOT, runCli, runInTerminal } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
+import { childEnv, ROOT, runCli, runInTerminal } from '../helpers/process.js'
 
 const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
 
@@ -27,6 +29,27 @@ describe('the petstore CLI cannot surprise (black box)', () => {
       const r = await runCli([flag], {})
       assert.deepEqual([r.code, r.stdout, r.stderr], [0, `${version}\n`, ''])
     }
+  })
+
+  it('the server started from another directory, DATABASE_URL unset, keeps its store in the project\'s data/', async (t) => {
+    const { root } = installedCopy(t)
+    const child = spawn(process.execPath, [join(root, 'dist', 'server.js')], {
+      cwd: tempDir(t),
+      env: childEnv({ PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json' }),
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    onCleanup(t, () => { child.kill('SIGKILL') })
+    let out = ''
+    const line = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString()
+        const m = /"msg":"store: SQLite ([^"]+)"/.exec(out)
+        if (m !== null) resolve(m[1]!)
+      })
+      child.once('exit', (code) => { reject(new Error(`the server exited ${String(code)} before naming its store: ${out}`)) })
+    })
+    assert.equal(line, join(root, 'data', 'petstore.db'))
+    assert.equal(existsSync(join(root, 'dist', 'data')), false)
   })
 
   it('from another directory, uses the project database and refuses to create a new one', async (t) => {
