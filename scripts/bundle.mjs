@@ -30,7 +30,7 @@ const external = [
   // Loaded on use only: a store's driver, Redis rate limits, the /metrics registry, the request
   // validator, pretty logs.
   'pg', 'ioredis', '@fastify/rate-limit', 'prom-client', 'ajv', 'pino-pretty',
-  // OpenTelemetry, only while tracing is on (src/tracing-sdk.ts): the SDK patches the drivers as
+  // OpenTelemetry, only while tracing is on (src/observability/tracing-sdk.ts): the SDK patches the drivers as
   // Node loads them from node_modules.
   '@opentelemetry/*', '@fastify/otel',
   // Required by Fastify only when used: its default compilers (ours are lazy, schemas/lazy-compilers.ts)
@@ -81,9 +81,9 @@ await build({
     ...external,
     // Stays the compiled file next to the bundle and, as the bundle's first import, still runs before
     // any package is loaded (it refuses an unsupported Node before better-sqlite3 can abort it).
-    './node-version.js',
+    './runtime/node-version.js',
     // Likewise a file of its own, evaluated second, so it is on before any package is compiled.
-    './compile-cache.js'
+    './runtime/compile-cache.js'
   ],
   // Where the SQLite store, bundled into a chunk, finds its writer thread's entry: the compiled file.
   define: { PETSTORE_WRITER_ENTRY: JSON.stringify('../store/sqlite/writer-worker.js') },
@@ -96,7 +96,7 @@ await build({
   logLevel: 'warning'
 })
 
-// Fills the compile cache (src/compile-cache.ts) by loading the entry and the service with
+// Fills the compile cache (src/runtime/compile-cache.ts) by loading the entry and the service with
 // everything they import once, without starting: the first start after a build then compiles no
 // more than later ones.
 rmSync(new URL('node_modules/.cache/petstore-compile', root), { recursive: true, force: true })

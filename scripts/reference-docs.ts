@@ -1,9 +1,9 @@
 /*
  * The generated reference pages, each written from its one source:
- *   docs/reference/configuration.md and .env.example  ← the config schema (src/config.ts)
+ *   docs/reference/configuration.md and .env.example  ← the config schema (src/config/index.ts)
  *   docs/reference/cli.md                             ← the commander program (src/cli/program.ts)
  *   docs/reference/errors.md                          ← the error catalogue (src/errors.ts)
- *   docs/reference/metrics.md                         ← the metrics registry (src/plugins/metrics.ts)
+ *   docs/reference/metrics.md                         ← the metrics registry (src/observability/metrics.ts)
  *   docs/reference/http-api.md                        ← the OpenAPI document (openapi/openapi.json)
  * `npm run docs` writes them; `npm run docs:check` and test/docs/reference.test.ts fail on drift.
  */
@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url'
 import type { Argument, Command, Option } from 'commander'
 import { buildProgram } from '../src/cli/program.js'
 import { EXIT_MEANINGS } from '../src/cli/exit.js'
-import { EnvSchema } from '../src/config.js'
+import { EnvSchema } from '../src/config/index.js'
 import { ERROR_CODES } from '../src/errors.js'
-import { Metrics } from '../src/plugins/metrics.js'
+import { Metrics } from '../src/observability/metrics.js'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -48,7 +48,7 @@ function allowed (p: EnvProperty): string {
 const defaultOf = (p: EnvProperty): string => p.default === undefined ? 'unset' : p.default === '' ? 'empty' : `\`${String(p.default)}\``
 
 function configurationReference (): string {
-  return `${GENERATED('the config schema in src/config.ts')}
+  return `${GENERATED('the config schema in src/config/index.ts')}
 # Configuration
 
 The service and the \`petstore\` command read their settings from environment variables only, once
@@ -78,7 +78,7 @@ function commentLines (text: string, width = 100): string[] {
 
 function envExample (): string {
   const out = [
-    '# Generated from the config schema in src/config.ts by `npm run docs`; edit the source, not this file.',
+    '# Generated from the config schema in src/config/index.ts by `npm run docs`; edit the source, not this file.',
     '# Every setting of the Petstore service, commented out at its default: copy this file to .env, uncomment',
     '# what you change, and load it with `set -a; . ./.env; set +a` (the service reads the environment only).',
     '# docs/reference/configuration.md has the same list as a table.'
@@ -191,7 +191,7 @@ async function metricsReference (): Promise<string> {
   const rows = [...all].map(([name, m]) => [
     `\`${name}\``, m.type, m.labels.map(l => `\`${l}\``).join(', '), `${common.has(name) ? '' : 'PostgreSQL only. '}${m.help}`
   ])
-  return `${GENERATED('the metrics registry in src/plugins/metrics.ts')}
+  return `${GENERATED('the metrics registry in src/observability/metrics.ts')}
 # Metrics
 
 With \`METRICS_PORT\` set (e.g. \`9464\`), each instance serves Prometheus metrics at

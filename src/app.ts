@@ -1,15 +1,15 @@
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
-import type { Config } from './config.js'
-import { requestLogger } from './request-logger.js'
+import type { Config } from './config/index.js'
+import { requestLogger } from './logging/request-logger.js'
 import bearerAuth from './plugins/auth.js'
 import beforeBody from './plugins/before-body.js'
-import { clientErrorHandler } from './plugins/client-errors.js'
+import { clientErrorHandler } from './http/client-errors.js'
 import cors from './plugins/cors.js'
 import errorHandling, { routeBadUrls } from './plugins/errors.js'
 import hardening from './plugins/hardening.js'
-import { installJsonBodyParser } from './plugins/json-body.js'
-import { Metrics } from './plugins/metrics.js'
+import { installJsonBodyParser } from './http/json-body.js'
+import { Metrics } from './observability/metrics.js'
 import observability from './plugins/observability.js'
 import { docsRoutes, openApiPlugin } from './plugins/openapi.js'
 import overload from './plugins/overload.js'
@@ -17,14 +17,14 @@ import rateLimits from './plugins/rate-limit.js'
 import requestChecks, { type RequestSteps } from './plugins/request-checks.js'
 import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
-import storeNotices from './plugins/store-notices.js'
+import storeNotices from './logging/store-notices.js'
 import healthRoutes from './routes/health.js'
 import rootRoutes from './routes/root.js'
 import v1Routes from './routes/v1.js'
 import { registerSchemas } from './schemas/index.js'
 import { lazyCompilers } from './schemas/lazy-compilers.js'
 import type { Store } from './store/store.js'
-import type { Tracing } from './tracing.js'
+import type { Tracing } from './observability/tracing.js'
 
 export interface AppOptions {
   config: Readonly<Config>
@@ -37,7 +37,7 @@ export interface AppOptions {
   metrics?: Metrics
   /** How often the event-loop delay is sampled for overload shedding (tests shorten it). */
   pressureSampleIntervalMs?: number
-  /** OpenTelemetry tracing, when on (tracing.ts; the entry starts it before the store opens). */
+  /** OpenTelemetry tracing, when on (observability/tracing.ts; the entry starts it before the store opens). */
   tracing?: Tracing
 }
 

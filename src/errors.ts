@@ -98,3 +98,6 @@ export class OutcomeUnknownError extends StoreUnavailableError {
     this.name = 'OutcomeUnknownError'
   }
 }
+
+/** A start-up or CLI failure whose message is already one line for people, naming the setting to look at. */
+export class DescribedError extends Error {}

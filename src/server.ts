@@ -1,7 +1,7 @@
 // First: refuses an unsupported Node before better-sqlite3 is loaded.
-import './node-version.js'
+import './runtime/node-version.js'
 // Second: caches compiled code for the modules loaded after it.
-import './compile-cache.js'
+import './runtime/compile-cache.js'
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import type { StoreOptions } from './store/index.js'

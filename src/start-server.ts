@@ -1,19 +1,19 @@
 // Loaded by the entry (server.ts) once node-version.js and compile-cache.js have run.
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
-import { loadConfig, type Config } from './config.js'
-import { describeFailure, describeListenFailure } from './describe-failure.js'
-import { handOutFirstKey } from './first-key.js'
-import { openLog } from './logging.js'
-import { buildMetricsApp, Metrics } from './plugins/metrics.js'
-import { launcherLinks, onStopRequest } from './stop-requests.js'
+import { loadConfig, type Config } from './config/index.js'
+import { describeFailure, describeListenFailure } from './runtime/describe-failure.js'
+import { handOutFirstKey } from './services/first-key.js'
+import { openLog } from './logging/logger.js'
+import { buildMetricsApp, Metrics } from './observability/metrics.js'
+import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
 import { openStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
-import { startTracing, type Tracing } from './tracing.js'
+import { startTracing, type Tracing } from './observability/tracing.js'
 
 /**
  * The service's start (server.ts is the entry): config → store → app → listen (API, and /metrics on its own port), with
- * graceful shutdown on SIGTERM/SIGINT (what else stops it: stop-requests.ts): (SIGTERM: first
+ * graceful shutdown on SIGTERM/SIGINT (what else stops it: runtime/stop-signals.ts): (SIGTERM: first
  * SHUTDOWN_DELAY_MS of readiness 503 while still serving) stop accepting, close idle keep-alive sockets at once, let
  * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
  * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
@@ -65,7 +65,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
       app.log.error({ err }, 'shutting down after an uncaught error')
     } else {
       // SIGTERM is how orchestrators stop an instance: drain first. SIGINT is a person at a terminal:
-      // at once. A launcher that ended (stop-requests.ts) gets what its SIGTERM would have.
+      // at once. A launcher that ended (runtime/stop-signals.ts) gets what its SIGTERM would have.
       if ((signal === 'SIGTERM' || launcherExited === true) && config.shutdownDelayMs > 0) {
         app.log.info({ signal, launcherExited, delayMs: config.shutdownDelayMs }, 'shutting down: draining (readiness 503, still serving)')
         await app.drain(config.shutdownDelayMs)

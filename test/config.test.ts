@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { ConfigError, loadConfig, PROJECT_ROOT } from '../src/config.js'
+import { ConfigError, loadConfig, PROJECT_ROOT } from '../src/config/index.js'
 import { onCleanup } from './helpers/cleanup.js'
 
 describe('loadConfig', () => {

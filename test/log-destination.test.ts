@@ -4,7 +4,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { pathToFileURL } from 'node:url'
-import { LogDestination } from '../src/log-destination.js'
+import { LogDestination } from '../src/logging/log-destination.js'
 import { tempDir } from './helpers/app.js'
 import { ROOT } from './helpers/process.js'
 import { onCleanup } from './helpers/cleanup.js'
@@ -58,7 +58,7 @@ describe('LogDestination', () => {
     // A child's stdout is a pipe whose reader (`true`) has exited: its first write fails with EPIPE.
     const script = join(tempDir(t), 'child.mjs')
     writeFileSync(script, `
-      import { LogDestination } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/log-destination.js')).href)}
+      import { LogDestination } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/logging/log-destination.js')).href)}
       await new Promise(resolve => setTimeout(resolve, 300)) // the reader has exited by now
       const dest = new LogDestination(1, 16 * 1024 * 1024)
       for (let i = 0; i < 3; i++) dest.write('{"n":' + i + '}\\n')
@@ -81,7 +81,7 @@ describe('LogDestination', () => {
     // at 'exit' meets EAGAIN and partial writes until the reader starts.
     const script = join(tempDir(t), 'child.mjs')
     writeFileSync(script, `
-      import { LogDestination } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/log-destination.js')).href)}
+      import { LogDestination } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/logging/log-destination.js')).href)}
       void process.stdout.isTTY // as openLog does: Node opens stdout, which makes the pipe non-blocking
       const dest = new LogDestination(1, 64 * 1024 * 1024)
       for (let i = 0; i < 25000; i++) dest.write(JSON.stringify({ n: i, pad: 'x'.repeat(100) }) + '\\n')

@@ -1,5 +1,5 @@
-import { describeFailure } from '../describe-failure.js'
-import { ConfigError, loadConfig, type Config } from '../config.js'
+import { describeFailure } from '../runtime/describe-failure.js'
+import { ConfigError, loadConfig, type Config } from '../config/index.js'
 import { CliError } from './exit.js'
 
 /** The CLI's view of the configuration: a bad variable is a failure (exit 1) naming it. */

@@ -5,7 +5,7 @@
  * 2 usage error, 3 nothing to do.
  */
 // First: refuses an unsupported Node before better-sqlite3 is loaded.
-import '../node-version.js'
+import '../runtime/node-version.js'
 import { CommanderError } from 'commander'
 import { CliError, EXIT } from './exit.js'
 import { buildProgram } from './program.js'

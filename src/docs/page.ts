@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { EXACT_INTEGERS_JS } from './exact-integers.js'
 
 // Globals of the docs page (Swagger UI's bundle and our script), for the plugin hooks below, which

@@ -4,7 +4,7 @@ import { ApiError } from '../errors.js'
 import type { Scope } from '../schemas/scopes.js'
 import { ApiKeyVerifier, missingScope, type KeyGrant, type KeyRefusal } from '../services/api-keys.js'
 import { hasBody } from './before-body.js'
-import type { Metrics } from './metrics.js'
+import type { Metrics } from '../observability/metrics.js'
 import type { Store } from '../store/store.js'
 import type { RateLimits } from './rate-limit.js'
 

@@ -1,8 +1,9 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
+import { JSON_TYPE } from '../http/media-types.js'
 import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../errors.js'
-import { Outages } from '../outages.js'
+import { Outages } from '../logging/outages.js'
 import type { Store } from '../store/store.js'
 
 declare module 'fastify' {
@@ -53,9 +54,6 @@ export function toApiError (err: FastifyError | Error): ApiError {
   }
   return new ApiError('internal_error', 'an unexpected error occurred; it has been logged with the request id')
 }
-
-/** The media type of every JSON body the service sends. */
-export const JSON_TYPE = 'application/json; charset=utf-8'
 
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.headers !== undefined) reply.headers(error.headers)

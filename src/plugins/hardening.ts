@@ -2,18 +2,11 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
-import { connectAsRequest } from './client-errors.js'
-import { repeatedSingleton } from './repeated-headers.js'
+import { connectAsRequest, MAX_TARGET_LENGTH, uriTooLong } from '../http/client-errors.js'
+import { repeatedSingleton } from '../http/repeated-headers.js'
 
 /** Browsers take a response's Content-Type as it is, never guessing another from the body. */
 export const NOSNIFF = 'nosniff'
-
-/**
- * The longest request target (path and query, as sent) the service reads: RFC 9112 §3 asks every
- * recipient to take request lines of at least 8000 octets; longer is 414 (RFC 9112 §3: MUST). A
- * request line past Node's 16 KiB head limit is refused by the parser, also 414 (client-errors.ts).
- */
-export const MAX_TARGET_LENGTH = 8192
 
 /*
  * A valid Host field value (RFC 9112 §3.2 → RFC 3986 §3.2.2–3.2.3): uri-host [ ":" port ], where
@@ -63,7 +56,7 @@ function transferCodings (value: string): string[] {
  */
 function edgeProblem (req: IncomingMessage): ApiError | undefined {
   const url = req.url ?? ''
-  if (url.length > MAX_TARGET_LENGTH) return new ApiError('uri_too_long', `the request target is longer than ${MAX_TARGET_LENGTH} characters`)
+  if (url.length > MAX_TARGET_LENGTH) return uriTooLong()
   if (url.includes('#')) return new ApiError('bad_request', 'the request target must not contain a fragment (#)')
   const host = req.headers.host
   if (host === undefined) {

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { accessLogger } from '../access-line.js'
+import { accessLogger } from '../logging/access-line.js'
 import { redactUrl } from '../services/redact.js'
-import type { Tracing } from '../tracing.js'
-import type { Metrics } from './metrics.js'
+import type { Tracing } from '../observability/tracing.js'
+import type { Metrics } from '../observability/metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

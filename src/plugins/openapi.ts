@@ -1,13 +1,13 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { docsPageOptions } from '../docs/page.js'
 import { SCOPES } from '../schemas/scopes.js'
 import { describeUnroutedRequests } from '../schemas/unrouted.js'
-import { documentRoute, redirectDocsIndex } from './document-routes.js'
-import { headNoBody } from './etag.js'
-import { JSON_TYPE } from './errors.js'
+import { documentRoute, redirectDocsIndex } from '../http/document-routes.js'
+import { headNoBody } from '../http/etag.js'
+import { JSON_TYPE } from '../http/media-types.js'
 
 type Json = Record<string, unknown>
 

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { ApiError } from '../errors.js'
-import type { Metrics } from './metrics.js'
-import type { Outages } from '../outages.js'
-import { MemoryWindows, type WindowCount } from './rate-windows.js'
+import type { Metrics } from '../observability/metrics.js'
+import type { Outages } from '../logging/outages.js'
+import { MemoryWindows, type WindowCount } from '../http/rate-windows.js'
 
 /** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
 interface Verdict { remaining: number, ttl: number, exceeded: boolean }

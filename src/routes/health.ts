@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { ApiError, StoreGoneError } from '../errors.js'
-import { JSON_TYPE } from '../plugins/errors.js'
+import { JSON_TYPE } from '../http/media-types.js'
 import { errorResponses, jsonResponse } from '../schemas/responses.js'
 import type { Store } from '../store/store.js'
 

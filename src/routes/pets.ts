@@ -4,8 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import { answerRead, etagOf, refusePreconditions } from '../plugins/etag.js'
-import type { Metrics } from '../plugins/metrics.js'
+import { answerRead, etagOf, refusePreconditions } from '../http/etag.js'
+import type { Metrics } from '../observability/metrics.js'
 import {
   ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
   PetSchema, PetsSchema, type ListPetsQuery, type NewPet, type Pet
@@ -18,7 +18,7 @@ import type { Store } from '../store/store.js'
 
 /** getPet's 200 body (and createPet's 201). */
 const PET = Ref(PetSchema)
-// Reads carry a strong ETag and revalidate (see plugins/etag.ts).
+// Reads carry a strong ETag and revalidate (see http/etag.ts).
 const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl }
 /**
  * getPet's deprecation and removal, as the interface contract announces them: the Deprecation and

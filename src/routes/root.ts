@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { JSON_TYPE } from '../plugins/errors.js'
+import { JSON_TYPE } from '../http/media-types.js'
 import { errorResponses, jsonResponse } from '../schemas/responses.js'
 
 const IndexSchema = Type.Object({

@@ -33,7 +33,7 @@
  * (lru-cache).
  */
 import { LRUCache } from 'lru-cache'
-import type { Metrics } from '../plugins/metrics.js'
+import type { Metrics } from '../observability/metrics.js'
 import type { Pet, PetStatus } from '../schemas/pets.js'
 import type { ListPetsParams, Store } from '../store/store.js'
 

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import type { SynchronousLevel } from './sqlite/connection.js'
 import type { Store } from './store.js'
 

@@ -1,4 +1,4 @@
-import type { DatabaseLocation } from '../config.js'
+import type { DatabaseLocation } from '../config/index.js'
 
 /** Where a PostgreSQL URL points: host, port, database and user, never the password. */
 export function postgresTarget (url: string): { host: string, port: string, database: string, user: string | undefined } {

@@ -1,4 +1,4 @@
-import type { DatabaseLocation } from '../config.js'
+import type { DatabaseLocation } from '../config/index.js'
 import type { ApiKeyRecordLine, Counts, DataRecord, IdempotencyRecord, PetRecord, SettingRecord } from '../services/transfer/format.js'
 import type { StoreConfig } from './index.js'
 import { PostgresTransferReader, PostgresTransferWriter } from './postgres/transfer.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { describeLocation } from '../../src/store/location.js'
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js'
 import { STORES, testDatabaseUrl } from '../helpers/app.js'

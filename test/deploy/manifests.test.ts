@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { promisify } from 'node:util'
 import { parse, parseAllDocuments } from 'yaml'
-import { loadConfig, type Config } from '../../src/config.js'
+import { loadConfig, type Config } from '../../src/config/index.js'
 import { buildTestApp } from '../helpers/app.js'
 import { ROOT } from '../helpers/process.js'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { renderReferences, staleReferences } from '../../scripts/reference-docs.js'
-import { EnvSchema } from '../../src/config.js'
+import { EnvSchema } from '../../src/config/index.js'
 
 describe('generated reference pages', () => {
   it('are what their sources generate (configuration, .env.example, cli, errors, metrics, http-api): npm run docs', async () => {

@@ -53,7 +53,7 @@ export interface RunningServer {
 
 /**
  * Waits until the server's stdout matches `re` (30 s at most, then fails showing what it said). Log
- * lines are written asynchronously, gathered for a few milliseconds (src/log-destination.ts): a line
+ * lines are written asynchronously, gathered for a few milliseconds (src/logging/log-destination.ts): a line
  * logged while a request was answered can reach stdout after the client has the answer.
  */
 export async function waitForOutput (server: Pick<RunningServer, 'child' | 'stdout'>, re: RegExp): Promise<void> {

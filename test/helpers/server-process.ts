@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { request } from 'node:http'
 import { fileURLToPath } from 'node:url'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore, type StoreOptions } from '../../src/store/index.js'
 import { watchExit } from './exit-watch.js'

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream'
 import { describe, it } from 'node:test'
 import pino from 'pino'
 import { StoreUnavailableError } from '../../src/errors.js'
-import { Outages } from '../../src/outages.js'
+import { Outages } from '../../src/logging/outages.js'
 import { onCleanup } from '../helpers/cleanup.js'
 
 interface Line { level: number, msg: string, dependency: string, failed?: number, cause?: string, code?: string, err?: unknown }

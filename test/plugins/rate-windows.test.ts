@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { MemoryWindows } from '../../src/plugins/rate-windows.js'
+import { MemoryWindows } from '../../src/http/rate-windows.js'
 
 describe('MemoryWindows (in-memory fixed windows)', () => {
   it('counts a key within its window, which starts with its first request, then starts a new one', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { createApiKey, hashApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { STORES, buildTestApp, type TestApp } from '../helpers/app.js'

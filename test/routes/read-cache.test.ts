@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { buildMetricsApp } from '../../src/plugins/metrics.js'
+import { buildMetricsApp } from '../../src/observability/metrics.js'
 import { buildTestApp, createPet, deletePetInDb, STORES, type TestApp } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 

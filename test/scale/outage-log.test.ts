@@ -7,7 +7,7 @@ import { createDatabaseOn } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 import { runCli, startServer, waitForOutput, type RunningServer } from '../helpers/process.js'
 
-/** The outage log's summary interval (src/outages.ts). */
+/** The outage log's summary interval (src/logging/outages.ts). */
 const SUMMARY_EVERY_MS = 5000
 const OUTAGE_MS = 8000
 

@@ -6,7 +6,7 @@ import { tempDir } from '../helpers/app.js'
 import { metricsUrlOf, startServer } from '../helpers/process.js'
 
 // The JSON log goes through pino's asynchronous destination; at exit the entry waits for it to be
-// written out (src/logging.ts). When the reader of stdout has gone (a log shipper that exited, or
+// written out (src/logging/logger.ts). When the reader of stdout has gone (a log shipper that exited, or
 // `npm start | head`), writes fail with EPIPE, pino turns the stream's end() into a no-op and the
 // stream never closes: that wait must still end, so SIGTERM exits 0 instead of hanging until the
 // shutdown timeout forces exit 1.
@@ -61,7 +61,7 @@ describe('the server with a stdout nobody reads (a stuck log shipper)', () => {
   it('keeps answering: its log writes to the full pipe never wait', async (t) => {
     const dir = tempDir(t)
     const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}` })
-    // The log destination writes to a pipe from the event loop's thread (src/log-destination.ts): only
+    // The log destination writes to a pipe from the event loop's thread (src/logging/log-destination.ts): only
     // safe because Node has made the pipe non-blocking (O_NONBLOCK, 0o4000, in the kernel's fd flags).
     const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/${server.child.pid}/fdinfo/1`, 'utf8'))
     assert.ok(flags !== null && (parseInt(flags[1]!, 8) & 0o4000) !== 0, `the server's stdout is non-blocking (flags ${flags?.[1]})`)

@@ -1,7 +1,7 @@
 // requires: postgresql, pgbouncer
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { startPgBouncer } from '../../scripts/pgbouncer.mjs'

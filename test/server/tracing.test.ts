@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { describe, it } from 'node:test'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
 import { PG_ROUTES, type StoreKind, testDatabaseUrl } from '../helpers/app.js'

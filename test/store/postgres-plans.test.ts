@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import pg from 'pg'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { openStore } from '../../src/store/index.js'
 import { PET_READS } from '../../src/store/postgres/index.js'
 import { createTestDatabase } from '../helpers/app.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/index.js'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas/int64.js'
 import { migrateStore, openStore } from '../../src/store/index.js'
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js'

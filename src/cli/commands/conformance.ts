@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { InvalidArgumentError, Option, type Command } from 'commander'
-import { LARGEST_BODY_LIMIT } from '../../config.js'
+import { LARGEST_BODY_LIMIT } from '../../config/index.js'
 import { checkDeployment, NAME_PREFIX, type CheckResult } from '../../contract/deployment-check.js'
 import { CliError, EXIT } from '../exit.js'
 

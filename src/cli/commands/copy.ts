@@ -1,5 +1,5 @@
 import type { Command } from 'commander'
-import { ConfigError, type DatabaseLocation, parseDatabaseUrl } from '../../config.js'
+import { ConfigError, type DatabaseLocation, parseDatabaseUrl } from '../../config/index.js'
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
 import { openTransferReader, openTransferWriter, type TransferReader } from '../../store/transfer.js'

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs'
 import type Database from 'better-sqlite3'
-import { DescribedError } from '../../describe-failure.js'
+import { DescribedError } from '../../errors.js'
 
 /*
  * What a start checks before it serves a SQLite store (docs/explanation/durability.md): that it does

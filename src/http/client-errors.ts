@@ -4,12 +4,23 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
-import { MAX_TARGET_LENGTH } from './hardening.js'
 
 // node:http as CommonJS gives it: an ES import of it reads every export, among them the lazy
 // getters that load Node's bundled undici (fetch, WebSocket), at every start, for nothing the
 // server uses.
 const { ServerResponse, STATUS_CODES } = process.getBuiltinModule('node:http')
+
+/**
+ * The longest request target (path and query, as sent) the service reads: RFC 9112 §3 asks every
+ * recipient to take request lines of at least 8000 octets; longer is 414 (RFC 9112 §3: MUST). A
+ * request line past Node's 16 KiB head limit is refused by the parser, also 414 (below).
+ */
+export const MAX_TARGET_LENGTH = 8192
+
+/** The 414 answer to a target longer than MAX_TARGET_LENGTH. */
+export function uriTooLong (): ApiError {
+  return new ApiError('uri_too_long', `the request target is longer than ${MAX_TARGET_LENGTH} characters`)
+}
 
 type ParserError = Error & { code?: string, rawPacket?: unknown, bytesParsed?: unknown }
 
@@ -36,7 +47,7 @@ function toClientError (err: ParserError): ApiError {
   const code = err.code
   if (code === 'HPE_HEADER_OVERFLOW') {
     return overflowInRequestLine(err)
-      ? new ApiError('uri_too_long', `the request target is longer than ${MAX_TARGET_LENGTH} characters`)
+      ? uriTooLong()
       : new ApiError('header_too_large', 'the request line and headers are larger than the server accepts (16 KiB)')
   }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new ApiError('request_timeout', 'the request was not received in time')

@@ -107,7 +107,7 @@ export interface Config {
   shutdownDelayMs: number
   /**
    * Started by npm (`npm start`, `npm run dev`, `npx petstore serve`: npm sets npm_lifecycle_event):
-   * the end of the process that launched it stops the server as SIGTERM does (src/stop-requests.ts).
+   * the end of the process that launched it stops the server as SIGTERM does (src/runtime/stop-signals.ts).
    */
   stopWithLauncher: boolean
   headersTimeoutMs: number

@@ -1,10 +1,10 @@
 import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Config } from './config.js'
-import { DescribedError } from './describe-failure.js'
-import { createApiKey } from './services/api-keys.js'
-import type { Store } from './store/store.js'
+import type { Config } from '../config/index.js'
+import { DescribedError } from '../errors.js'
+import { createApiKey } from './api-keys.js'
+import type { Store } from '../store/store.js'
 
 /**
  * First start on a store without keys: hand the newcomer one at once, never through the log

@@ -8,9 +8,9 @@ import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { redactUrl } from './services/redact.js'
-import type { IdempotentCreateResult, PetReadsNow, Store } from './store/store.js'
-import type { TraceFields, Tracing } from './tracing.js'
+import { redactUrl } from '../services/redact.js'
+import type { IdempotentCreateResult, PetReadsNow, Store } from '../store/store.js'
+import type { TraceFields, Tracing } from './tracing-types.js'
 
 const require = createRequire(import.meta.url)
 const TRACER = 'petstore'

@@ -1,5 +1,5 @@
 /**
- * Reads environment variables against the configuration's JSON Schema (src/config.ts): each
+ * Reads environment variables against the configuration's JSON Schema (src/config/index.ts): each
  * variable a string or an integer, with the keywords that schema uses (minimum, maximum,
  * minLength, pattern, enum) and defaults. Every failure is "NAME: what is wrong", all of them joined.
  *
@@ -47,7 +47,7 @@ function check (name: string, s: PropertySchema, raw: string): string | undefine
     n = Number(raw)
     if (!INTEGER.test(raw) || !Number.isSafeInteger(n)) return 'must be integer'
   } else if (s.type !== 'string') {
-    throw new Error(`config schema: ${name} has type ${String(s.type)}; src/env-check.ts reads strings and integers only`)
+    throw new Error(`config schema: ${name} has type ${String(s.type)}; src/config/env-check.ts reads strings and integers only`)
   }
   for (const [keyword, v] of Object.entries(s)) {
     if (ANNOTATIONS.has(keyword)) continue
@@ -58,7 +58,7 @@ function check (name: string, s: PropertySchema, raw: string): string | undefine
       case 'minLength': if ([...raw].length < (v as number)) return `must NOT have fewer than ${String(v)} characters`; break
       case 'pattern': if (!new RegExp(v as string, 'u').test(raw)) return `must match pattern "${String(v)}"`; break
       case 'enum': if (!(v as unknown[]).includes(raw)) return `must be one of ${(v as unknown[]).join(', ')} (got '${raw}')`; break
-      default: throw new Error(`config schema: ${name} uses ${keyword}, which src/env-check.ts does not check`)
+      default: throw new Error(`config schema: ${name} uses ${keyword}, which src/config/env-check.ts does not check`)
     }
   }
   return undefined

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import pino, { type Logger } from 'pino'
 import { RequestLogger } from './request-logger.js'
-import type { TraceFields } from './tracing.js'
+import type { TraceFields } from '../observability/tracing.js'
 
 const { asJsonSym, chindingsSym, hooksSym, mixinSym, streamSym, timeSym } = pino.symbols
 const needsMetadata = Symbol.for('pino.metadata')

@@ -1,5 +1,5 @@
 /*
- * What stops the compiled server (src/stop-requests.ts): copies of one signal count once, a later or
+ * What stops the compiled server (src/runtime/stop-signals.ts): copies of one signal count once, a later or
  * different signal exits 1 at once, and an orphaned server stops by itself only when npm started it.
  */
 import assert from 'node:assert/strict'

@@ -1,6 +1,5 @@
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify'
-import type { Config } from './config.js'
-import type { Store } from './store/store.js'
+import type { Store } from '../store/store.js'
 
 /** The trace a log line belongs to, as pino's OpenTelemetry convention names the fields. */
 export interface TraceFields {
@@ -26,10 +25,4 @@ export interface Tracing {
   traceStore: <S extends Store>(store: S) => S
   /** Exports the spans still buffered and stops. */
   shutdown: () => Promise<void>
-}
-
-/** Starts tracing when the configuration turns it on; before the store and the app are made. */
-export async function startTracing (config: Pick<Config, 'tracing' | 'database' | 'redisUrl'>): Promise<Tracing | undefined> {
-  if (config.tracing === undefined) return undefined
-  return (await import('./tracing-sdk.js')).startSdk(config.tracing, { postgres: config.database.kind === 'postgres', redis: config.redisUrl !== undefined })
 }

@@ -1,6 +1,7 @@
-import type { Config } from './config.js'
-import { ConfigError } from './config.js'
-import { postgresTarget } from './store/location.js'
+import type { Config } from '../config/index.js'
+import { DescribedError } from '../errors.js'
+import { ConfigError } from '../config/index.js'
+import { postgresTarget } from '../store/location.js'
 
 /*
  * Start-up (and CLI) failures as one line for people: the cause, and the setting to look at. The
@@ -9,9 +10,6 @@ import { postgresTarget } from './store/location.js'
  * by parts, the password left out (store/location.ts), and the URL itself never enters a message.
  * The drivers' texts quoted say nothing of the password (pg and its errors are never given it as text).
  */
-
-/** An error whose message is already one line for people, naming the setting to look at. */
-export class DescribedError extends Error {}
 
 interface ErrorLike { message: string, code?: unknown, syscall?: unknown, path?: unknown, severity?: unknown, errors?: unknown, cause?: unknown }
 

@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module'
 import type { FastifyServerOptions } from 'fastify'
 import type PinoPrettyFactory from 'pino-pretty'
-import type { Config } from './config.js'
+import type { Config } from '../config/index.js'
 import { LogDestination } from './log-destination.js'
-import type { Tracing } from './tracing.js'
+import type { Tracing } from '../observability/tracing.js'
 
 const require = createRequire(import.meta.url)
 

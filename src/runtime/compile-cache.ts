@@ -12,4 +12,4 @@
 import module from 'node:module'
 import { fileURLToPath } from 'node:url'
 
-module.enableCompileCache?.(fileURLToPath(new URL('../node_modules/.cache/petstore-compile', import.meta.url)))
+module.enableCompileCache?.(fileURLToPath(new URL('../../node_modules/.cache/petstore-compile', import.meta.url)))

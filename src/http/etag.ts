@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { Representation } from '../services/pet-reads.js'
-import { JSON_TYPE } from './errors.js'
+import { JSON_TYPE } from './media-types.js'
 
 /** The entity tags of an If-Match / If-None-Match list (`*` stays `*`), each with or without W/. */
 function tags (header: string): string[] {

@@ -9,7 +9,7 @@
  * running npm is older): same arguments, environment, working directory and standard streams. This
  * process stays as the child's launcher: it passes on SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR2
  * (a duplicate from a terminal's Ctrl-C, which reaches both, is taken as one by the server:
- * src/stop-requests.ts), and ends as the child ends, with its exit code or by its signal. Should
+ * src/runtime/stop-signals.ts), and ends as the child ends, with its exit code or by its signal. Should
  * it be killed outright (SIGKILL), the child sees the pipe on its fd 3 close and stops as on
  * SIGTERM. With no such runtime, it refuses in one line.
  */
@@ -31,7 +31,7 @@ function supported (version: string): boolean {
 /** The runtimes an install puts next to the package (this file is in dist/ or src/, one below it). */
 function pinnedRuntimes (): string[] {
   const { fileURLToPath } = require('node:url') as typeof import('node:url')
-  const modules = fileURLToPath(new URL('../node_modules/', import.meta.url))
+  const modules = fileURLToPath(new URL('../../node_modules/', import.meta.url))
   return [`${modules}.petstore-node/node_modules/node/bin/node`, `${modules}node/bin/node`]
 }
 
