@@ -1,5 +1,5 @@
-// `npm test`'s pretest: runs `npm run build` unless the build is up to date, so a run of one test
-// file after a test-only change starts at once. Up to date: dist/.build-stamp exists and nothing the
+// Run by scripts/run-tests.mjs when a chosen test file uses dist/: runs `npm run build` unless the
+// build is up to date, so a run of one test file after a test-only change starts at once. Up to date: dist/.build-stamp exists and nothing the
 // build reads (below; directories count too, so a removed file counts) changed since the last build
 // made here began. Under CI=true it always builds: CI tests one fresh build.
 import { spawnSync } from 'node:child_process'
