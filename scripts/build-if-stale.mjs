@@ -1,7 +1,7 @@
-// `npm test`'s pretest: runs `npm run build` unless the build is up to date, so a run of one test
-// file after a test-only change starts at once. Up to date: dist/.build-stamp exists and nothing the
+// Run by scripts/run-tests.mjs when a chosen test file uses dist/: runs `npm run build` unless the
+// build is up to date, so a run of one test file after a test-only change starts at once. Up to date: dist/.build-stamp exists and nothing the
 // build reads (below; directories count too, so a removed file counts) changed since the last build
-// made here began. Under CI=true it always builds: CI tests one fresh build.
+// made here began.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -24,10 +24,9 @@ function newest (path) {
   return readdirSync(path).reduce((m, name) => Math.max(m, newest(join(path, name))), st.mtimeMs)
 }
 
-const ci = process.env.CI === 'true' || process.env.CI === '1'
 const built = existsSync(STAMP) ? statSync(STAMP).mtimeMs : -1
 const changed = Math.max(...INPUTS.map(p => newest(join(ROOT, p))))
-if (!ci && built >= changed) {
+if (built >= changed) {
   process.stderr.write('build up to date (nothing the build reads changed since dist/.build-stamp): not rebuilding\n')
   process.exit(0)
 }

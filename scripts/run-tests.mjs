@@ -11,18 +11,42 @@
 // the store-looped suites run on SQLite only without PostgreSQL), and the end of the output says
 // so, loudly, with how to install it.
 //
+// Only what the chosen files need is prepared: the build (scripts/build-if-stale.mjs) when one of
+// them, or a test helper it imports, runs something of dist/ (the compiled server, the CLI, the packed
+// client); the PostgreSQL cluster and PgBouncer when one of them reaches a PostgreSQL store (below,
+// NEEDS_POSTGRES). So `npm test -- test/routes/health` after a change under src/ runs at once,
+// against src/ through tsx. A file whose need is not seen here fails loudly (dist/ is missing or
+// stale, PETSTORE_TEST_PG_URL is not set), never passes without it. The whole suite needs both.
+//
 // A server or CLI process of ours that ends by a signal the test did not send (a crash) fails the
 // run, even if the test's own assertions passed (test/helpers/exit-watch.ts).
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { dirname, join } from 'node:path'
 import { findPgBin, startCluster } from './pg-cluster.mjs'
 import { findPgBouncer, startPgBouncer } from './pgbouncer.mjs'
 
 function walk (dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap(e =>
     e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.test.ts') ? [join(dir, e.name)] : [])
+}
+
+const LOCAL_IMPORT = /(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g
+/** Names a test or helper uses only when it reaches a PostgreSQL store. */
+const NEEDS_POSTGRES = /\b(STORES|PG_ROUTES|testClusterUrl|testPoolerUrl|createTestDatabase|testDatabaseUrl|createDatabaseOn|PETSTORE_TEST_PG(BOUNCER)?_URL)\b/
+/** A path into the build's output: dist/ of the service or of the client package. */
+const NEEDS_BUILD = /\bdist\//
+
+/** The texts of a test file and of every test/ file it imports, transitively (test/helpers/app.ts's own text left out: its PostgreSQL use depends on what its caller passes). */
+function textsOf (file, seen = new Set()) {
+  if (seen.has(file) || !file.startsWith('test') || !existsSync(file)) return []
+  seen.add(file)
+  const text = readFileSync(file, 'utf8')
+  const imported = [...text.matchAll(LOCAL_IMPORT)].map(m => join(dirname(file), m[1].replace(/\.js$/, '.ts')))
+  const own = file.endsWith(join('helpers', 'app.ts')) ? [] : [text]
+  return [...own, ...imported.flatMap(f => textsOf(f, seen))]
 }
 
 function onPath (cmd) {
@@ -99,18 +123,25 @@ const files = selected.filter(f => {
   return lacking.length === 0
 })
 
+const texts = files.map(f => textsOf(f).join('\n'))
+if (texts.some(t => NEEDS_BUILD.test(t))) {
+  const build = spawnSync(process.execPath, [fileURLToPath(new URL('build-if-stale.mjs', import.meta.url))], { stdio: 'inherit' })
+  if (build.status !== 0) process.exit(build.status ?? 1)
+}
+const postgres = texts.some(t => NEEDS_POSTGRES.test(t))
+
 /** @type {NodeJS.ProcessEnv} */
 const env = { ...process.env, PETSTORE_TEST_MISSING: missing.join(',') }
 const scratch = mkdtempSync(join(tmpdir(), 'petstore-run-'))
 env.PETSTORE_TEST_SIGNAL_LOG = join(scratch, 'signals.log')
 
 let cluster
-if (env.PETSTORE_TEST_PG_URL === undefined && !missing.includes('postgresql')) {
+if (postgres && env.PETSTORE_TEST_PG_URL === undefined && !missing.includes('postgresql')) {
   cluster = await startCluster()
   env.PETSTORE_TEST_PG_URL = cluster.url
 }
 let pooler
-if (env.PETSTORE_TEST_PGBOUNCER_URL === undefined && !missing.includes('pgbouncer') && env.PETSTORE_TEST_PG_URL !== undefined) {
+if (postgres && env.PETSTORE_TEST_PGBOUNCER_URL === undefined && !missing.includes('pgbouncer') && env.PETSTORE_TEST_PG_URL !== undefined) {
   try {
     pooler = await startPgBouncer(env.PETSTORE_TEST_PG_URL)
   } catch (err) {
