@@ -249,7 +249,9 @@ not. The codes are explained in [errors.md](errors.md).
 - Every operation under \`/v1\` needs \`Authorization: Bearer <API_KEY>\`
   (\`npx petstore keys create --name NAME\`); without a valid key the answer is 401 before anything
   else is looked at.
-- Every error is an \`Error\` object (\`code\`, \`message\`, \`status\`); branch on \`code\`.
+- Every error is an \`Error\` object (\`code\`, \`message\`, \`status\`); branch on \`code\`. A body that
+  breaks several rules gets one 400 \`validation_failed\`: \`message\` names each, and \`details\` lists them
+  by field (\`field\`, \`message\`); \`details\` is additive.
 - Every response carries \`X-Request-Id\`: the client's own when it is 1–128 characters of
   \`A-Za-z0-9._:-\`, else a new UUID; the server's log line for the request carries it too.
 - A path under \`/v1\` that is not listed answers 404 \`not_found\`; a listed path with another method

@@ -38,6 +38,13 @@ export interface ErrorBody {
   code: string
   message: string
   status: number
+  details?: FieldError[]
+}
+
+/** One broken rule of a request body: the field (a dotted path) and the sentence `message` holds for it. */
+export interface FieldError {
+  field: string
+  message: string
 }
 
 /** An error the API answers as-is: its code, status and message reach the client. */
@@ -45,8 +52,10 @@ export class ApiError extends Error {
   readonly code: ErrorCode
   readonly statusCode: number
   readonly headers: Record<string, string> | undefined
+  /** Each broken rule of a body, when the error is about its fields (validation_failed). */
+  readonly details: FieldError[] | undefined
 
-  constructor (code: ErrorCode, message: string, headers?: Record<string, string>) {
+  constructor (code: ErrorCode, message: string, headers?: Record<string, string>, details?: FieldError[]) {
     // An answer for the client, never logged with a stack (the error handler logs only the errors
     // behind a 500, with theirs): capturing the frames would be the dearest step of an error response.
     const limit = Error.stackTraceLimit
@@ -57,10 +66,13 @@ export class ApiError extends Error {
     this.code = code
     this.statusCode = ERROR_CODES[code].status
     this.headers = headers
+    this.details = details
   }
 
   toBody (): ErrorBody {
-    return { code: this.code, message: this.message, status: this.statusCode }
+    const body: ErrorBody = { code: this.code, message: this.message, status: this.statusCode }
+    if (this.details !== undefined) body.details = this.details
+    return body
   }
 }
 

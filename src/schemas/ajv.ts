@@ -16,12 +16,12 @@ type Json = Record<string, unknown>
  * BigInt whose exact value is an integer in the signed 64-bit range and leaves a BigInt in its place.
  * The exported factory lets a JavaScript client validate exactly as the server does.
  */
-export function createRequestAjv (): Ajv2020 {
+export function createRequestAjv (opts: { allErrors?: boolean } = {}): Ajv2020 {
   // Loaded here, when the first request validator is compiled, not at start: a start's first
   // requests, /healthz and /readyz, do not need it.
   const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')
   const ajv = new Ajv2020({
-    allErrors: false,
+    allErrors: opts.allErrors ?? false,
     coerceTypes: false,
     removeAdditional: false,
     useDefaults: true,

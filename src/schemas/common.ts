@@ -44,7 +44,16 @@ export const ErrorSchema = Type.Object({
       'Branch on this, never on `message`.'
   }),
   message: Type.String({ description: 'Human-readable description naming the offending field or parameter and the rule.' }),
-  status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599, description: 'The HTTP status code, equal to the response status (4xx or 5xx).' })
+  status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599, description: 'The HTTP status code, equal to the response status (4xx or 5xx).' }),
+  details: Type.Optional(Type.Array(Type.Object({
+    field: Type.String({ maxLength: 200, description: 'The body field, as a dotted path (`name`, `tags.0`).' }),
+    message: Type.String({ description: 'The rule it breaks, as the sentence `message` holds for it.' })
+  }, { additionalProperties: false }), {
+    minItems: 1,
+    maxItems: 100,
+    description: 'With `validation_failed`: every broken rule of the request body, one per field, in the order of `message`. ' +
+      'Additive: a client may ignore it, and other codes may carry it later.'
+  }))
 }, {
   $id: 'Error',
   additionalProperties: false,

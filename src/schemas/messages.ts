@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv'
-import { ApiError } from '../errors.js'
+import { ApiError, type FieldError } from '../errors.js'
 import { INT64_MAX, INT64_MIN } from './int64.js'
 
 /** The request parts Fastify validates, by the name it gives them. */
@@ -42,12 +42,8 @@ function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
   return e.message ?? 'is not valid'
 }
 
-/**
- * The first error Ajv found, as the API's Error: `validation_failed` for the body, `invalid_parameter`
- * for query, path and headers; the message names the field or parameter and the rule it breaks.
- */
-export function requestError (e: ErrorObject, part: RequestPart, phrases: RulePhrases): ApiError {
-  const code = part === 'body' ? 'validation_failed' : 'invalid_parameter'
+/** One Ajv error in words: the field or parameter it is about (undefined: the part as a whole) and the sentence. */
+function describe (e: ErrorObject, part: RequestPart, phrases: RulePhrases): { field: string | undefined, message: string } {
   const s = (e.parentSchema ?? {}) as Json
   // The field the error is about; undefined for the part as a whole. A name can be empty (`?=`).
   const field = e.keyword === 'required'
@@ -57,18 +53,41 @@ export function requestError (e: ErrorObject, part: RequestPart, phrases: RulePh
       : e.instancePath === '' ? undefined : e.instancePath.split('/').slice(1).map(p => p.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
   if (field === undefined) {
     const required: string[] = s.required ?? []
-    return new ApiError(code, part === 'body'
-      ? `request body must be a JSON object with ${required.join(' and ')}`
-      : `${SUBJECT[part]}s must be an object`)
+    return {
+      field,
+      message: part === 'body'
+        ? `request body must be a JSON object with ${required.join(' and ')}`
+        : `${SUBJECT[part]}s must be an object`
+    }
   }
   const subject = field === '' ? `${SUBJECT[part]} with an empty name` : `${SUBJECT[part]} '${part === 'headers' ? headerCase(field) : field}'`
-  if (e.keyword === 'required') return new ApiError(code, `${subject} is required`)
+  if (e.keyword === 'required') return { field, message: `${subject} is required` }
   if (e.keyword === 'additionalProperties') {
     const known = Object.keys(s.properties ?? {}).join(', ')
-    if (part !== 'body') return new ApiError(code, `${subject} is not supported; supported parameters are ${known}`)
-    return new ApiError(code, `${subject} ${phrases.assignedFields.get(field) ?? `is not allowed; allowed fields are ${known}`}`)
+    if (part !== 'body') return { field, message: `${subject} is not supported; supported parameters are ${known}` }
+    return { field, message: `${subject} ${phrases.assignedFields.get(field) ?? `is not allowed (allowed fields are ${known})`}` }
   }
   // Query and header values are strings; an array means the parameter came more than once.
-  if (part !== 'body' && Array.isArray(e.data)) return new ApiError(code, `${subject} must be given at most once`)
-  return new ApiError(code, `${subject} ${rule(e, s, phrases)}`)
+  if (part !== 'body' && Array.isArray(e.data)) return { field, message: `${subject} must be given at most once` }
+  return { field, message: `${subject} ${rule(e, s, phrases)}` }
+}
+
+/**
+ * What Ajv found, as the API's Error: `validation_failed` for the body, `invalid_parameter` for
+ * query, path and headers; the message names the field or parameter and the rule it breaks. A body
+ * is checked whole (its validator collects every error): each broken field is named once, in the
+ * message (joined by "; ") and in `details`; a body that is not an object is that one error. Query,
+ * path and headers stop at the first error.
+ */
+export function requestError (errors: readonly ErrorObject[], part: RequestPart, phrases: RulePhrases): ApiError {
+  const code = part === 'body' ? 'validation_failed' : 'invalid_parameter'
+  const first = describe(errors[0]!, part, phrases)
+  if (part !== 'body' || first.field === undefined) return new ApiError(code, first.message)
+  const details: FieldError[] = []
+  for (const e of errors) {
+    const { field, message } = describe(e, part, phrases)
+    if (field === undefined) return new ApiError(code, message)
+    if (!details.some(d => d.field === field)) details.push({ field, message })
+  }
+  return new ApiError(code, details.map(d => d.message).join('; '), undefined, details)
 }

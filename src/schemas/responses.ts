@@ -20,7 +20,7 @@ export interface HeaderSchema {
   'x-required'?: boolean
 }
 
-const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'description'> = {}): HeaderSchema =>
+export const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'description'> = {}): HeaderSchema =>
   ({ type: 'string', description, ...extra })
 
 /** Every header the service sets on purpose (header names are case-insensitive; the document uses the usual spelling). */

@@ -42,11 +42,15 @@ function integerReader (schema: Json): (data: unknown) => unknown {
 export function createValidatorCompiler (shared: readonly TSchema[], phrases: RulePhrases): FastifySchemaCompiler<TSchema> {
   // Built with the first validator, and each validator compiled on its first request rather than for
   // every route at start (compiling is synchronous, so concurrent first requests cannot race).
-  let ajv: Ajv2020 | undefined
-  const requestAjv = (): Ajv2020 => {
+  // Two instances: a body is checked whole (every broken rule reported at once); query, path and
+  // headers stop at their first error.
+  const instances = new Map<boolean, Ajv2020>()
+  const requestAjv = (allErrors: boolean): Ajv2020 => {
+    let ajv = instances.get(allErrors)
     if (ajv === undefined) {
-      ajv = createRequestAjv()
+      ajv = createRequestAjv({ allErrors })
       for (const schema of shared) ajv.addSchema(withInt64(schema))
+      instances.set(allErrors, ajv)
     }
     return ajv
   }
@@ -56,10 +60,10 @@ export function createValidatorCompiler (shared: readonly TSchema[], phrases: Ru
     const read = part === 'querystring' || part === 'params' ? integerReader(prepared) : (data: unknown) => data
     let validate: ValidateFunction | undefined
     return (data: unknown) => {
-      validate ??= requestAjv().compile(prepared)
+      validate ??= requestAjv(part === 'body').compile(prepared)
       const value = read(data)
       if (validate(value)) return { value }
-      return { error: requestError(validate.errors![0]!, part, phrases) }
+      return { error: requestError(validate.errors!, part, phrases) }
     }
   }
 }

@@ -70,6 +70,7 @@ describe('@petstore/client', () => {
     const client = createClient({ baseUrl: s.baseUrl, apiKey: s.key, fetch: checkingFetch, onDeprecation: () => {} })
     await assert.rejects(client.getPet(424242n), (e: unknown) => e instanceof PetstoreError && e.code === 'not_found' && e.status === 404)
     await assert.rejects(client.createPet({ name: '   ', categoryId: 1 }), (e: unknown) => e instanceof PetstoreError && e.code === 'validation_failed' && /blank/.test(e.message))
+    await assert.rejects(client.createPet({ name: '   ', categoryId: 1, status: 'lost' as 'sold' }), (e: unknown) => e instanceof PetstoreError && e.body.details?.map(d => d.field).sort().join() === 'name,status')
     await assert.rejects(client.listPets({ limit: 500 }), (e: unknown) => e instanceof PetstoreError && e.code === 'invalid_parameter')
   })
 

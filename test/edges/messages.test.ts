@@ -16,7 +16,7 @@ describe('messages built from client input', () => {
       assert.equal(res.status, 400, res.raw)
       const error = JSON.parse(res.body)
       assert.equal(error.code, 'validation_failed', `${field}: ${error.code} ${error.message}`)
-      assert.equal(error.message, `body field '${field}' is not allowed; allowed fields are name, categoryId, status`)
+      assert.equal(error.message, `body field '${field}' is not allowed (allowed fields are name, categoryId, status)`)
     }
     const res = await rawRequest(ta.port, `GET /v1/pets?toString=1 HTTP/1.1\r\nHost: x\r\nAuthorization: ${ta.auth.authorization}\r\n\r\n`)
     assert.equal(JSON.parse(res.body).message, "query parameter 'toString' is not supported; supported parameters are limit, status, cursor")
@@ -35,6 +35,6 @@ describe('messages built from client input', () => {
     const ta = await listeningApp(t)
     const body = '{"name":"a","categoryId":1,"":1}'
     const res = await rawRequest(ta.port, `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${ta.auth.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
-    assert.equal(JSON.parse(res.body).message, 'body field with an empty name is not allowed; allowed fields are name, categoryId, status')
+    assert.equal(JSON.parse(res.body).message, 'body field with an empty name is not allowed (allowed fields are name, categoryId, status)')
   })
 })

@@ -198,7 +198,10 @@ export async function createPet (ta: TestApp, body: Record<string, unknown>): Pr
 
 /** Asserts an Error answer: the status, the JSON media type, and the whole body, exactly. */
 export function assertError (res: Response, status: number, code: string, message: string): void {
-  assert.deepEqual({ status: res.statusCode, body: res.json() }, { status, body: { code, message, status } }, `${res.statusCode} ${res.body}`)
+  const { details, ...body } = res.json() as { details?: Array<{ field: string, message: string }> }
+  assert.deepEqual({ status: res.statusCode, body }, { status, body: { code, message, status } }, `${res.statusCode} ${res.body}`)
+  // The field errors of a body, when sent, say what the message says, one by one.
+  if (details !== undefined) assert.equal(details.map(d => d.message).join('; '), message, res.body)
   assert.match(String(res.headers['content-type']), /^application\/json/)
 }
 

@@ -63,7 +63,8 @@ export function errorCode (res: { statusCode: number, body: string, headers: Rec
   if (!String(res.headers['content-type']).startsWith('application/json')) throw new Error(`error without JSON content type: ${res.statusCode} ${String(res.headers['content-type'])}`)
   const body = JSON.parse(res.body) as Record<string, unknown>
   const keys = Object.keys(body).sort().join(',')
-  if (keys !== 'code,message,status') throw new Error(`not an Error object: ${res.body}`)
+  if (keys !== 'code,message,status' && !(keys === 'code,details,message,status' && body.code === 'validation_failed')) throw new Error(`not an Error object: ${res.body}`)
+  if (body.details !== undefined && (body.details as Array<{ message: string }>).map(d => d.message).join('; ') !== body.message) throw new Error(`details do not say what message says: ${res.body}`)
   if (body.status !== res.statusCode) throw new Error(`Error.status ${String(body.status)} ≠ HTTP ${res.statusCode}`)
   if (typeof body.code !== 'string' || typeof body.message !== 'string') throw new Error(`bad Error field types: ${res.body}`)
   return body.code

@@ -124,6 +124,26 @@ for (const store of STORES) {
       }
     })
 
+    it('names every broken rule of a body in one 400, in message and details, and stores nothing', async (t) => {
+      const ta = await buildTestApp(t, { store })
+      const res = await postPet(ta, JSON.stringify({ name: '  ', categoryId: 'one', status: 'lost', color: 'red' }))
+      const body = res.json() as { code: string, message: string, status: number, details: Array<{ field: string, message: string }> }
+      assert.equal(res.statusCode, 400)
+      assert.equal(body.code, 'validation_failed')
+      assert.deepEqual(body.details.map(d => d.field).sort(), ['categoryId', 'color', 'name', 'status'])
+      for (const d of body.details) assert.ok(body.message.includes(d.message), `${d.message} in ${body.message}`)
+      assert.deepEqual(new Set(body.details.map(d => d.message)), new Set([
+        "body field 'name' must not be blank",
+        "body field 'categoryId' must be an integer from -9223372036854775808 to 9223372036854775807",
+        "body field 'status' must be one of available, pending, sold",
+        "body field 'color' is not allowed (allowed fields are name, categoryId, status)"
+      ]))
+      // One broken rule: the same shape, one detail.
+      assertError(await postPet(ta, JSON.stringify({ name: 'Rex' })), 400, 'validation_failed', "body field 'categoryId' is required")
+      assert.deepEqual((await postPet(ta, JSON.stringify({ name: 'Rex' }))).json().details, [{ field: 'categoryId', message: "body field 'categoryId' is required" }])
+      assert.deepEqual((await petsInDb(ta)), [])
+    })
+
     it('accepts a body of exactly BODY_LIMIT bytes and refuses one byte more with 413', async (t) => {
       const ta = await buildTestApp(t, { store })
       const json = '{"name":"Rex","categoryId":1}'
@@ -163,7 +183,7 @@ for (const store of STORES) {
         ['null', 'null', {}, 400, 'validation_failed', NOT_AN_OBJECT],
         ['a string', '"Rex"', {}, 400, 'validation_failed', NOT_AN_OBJECT],
         ['a number', '7', {}, 400, 'validation_failed', NOT_AN_OBJECT],
-        ['an unknown field', '{"name":"a","categoryId":1,"color":"red"}', {}, 400, 'validation_failed', "body field 'color' is not allowed; allowed fields are name, categoryId, status"],
+        ['an unknown field', '{"name":"a","categoryId":1,"color":"red"}', {}, 400, 'validation_failed', "body field 'color' is not allowed (allowed fields are name, categoryId, status)"],
         ['a client-sent id', '{"id":5,"name":"a","categoryId":1}', {}, 400, 'validation_failed', "body field 'id' is assigned by the service and must not be sent"],
         ['a null id', '{"name":"a","categoryId":1,"id":null}', {}, 400, 'validation_failed', "body field 'id' is assigned by the service and must not be sent"],
         // name

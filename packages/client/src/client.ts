@@ -211,7 +211,7 @@ function toError (operationId: string, res: Response, body: unknown, text: strin
   const isError = typeof e === 'object' && e !== null && typeof e.code === 'string' && typeof e.message === 'string'
   const requestId = res.headers.get('x-request-id') ?? undefined
   const errorBody: ErrorBody = isError
-    ? { code: e.code as string, message: e.message as string, status: Number(e.status) }
+    ? { code: e.code as string, message: e.message as string, status: Number(e.status), ...(Array.isArray(e.details) ? { details: e.details as ErrorBody['details'] } : {}) }
     : { code: 'unexpected_response', message: `${operationId}: HTTP ${res.status} without an Error object: ${text.slice(0, 200)}`, status: res.status }
   if (errorBody.code === 'insufficient_scope') return new PetstoreInsufficientScopeError(errorBody, requestId, challengeScope(res.headers.get('www-authenticate')))
   if (errorBody.code === 'key_expired') return new PetstoreKeyExpiredError(errorBody, requestId)

@@ -30,6 +30,8 @@ export interface ErrorBody {
   code: ErrorCode
   message: string
   status: number
+  /** With `validation_failed`: each broken rule of the body sent, by field. */
+  details?: Array<{ field: string, message: string }>
 }
 
 /** A failed call: the service's Error object, its HTTP status and the request id to quote in a report. */
