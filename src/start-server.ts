@@ -12,12 +12,10 @@ import { describeLocation } from './store/location.js'
 import { startTracing, type Tracing } from './observability/tracing.js'
 
 /**
- * The service's start (server.ts is the entry): config → store → app → listen (API, and /metrics on its own port), with
- * graceful shutdown on SIGTERM/SIGINT (what else stops it: runtime/stop-signals.ts): (SIGTERM: first
- * SHUTDOWN_DELAY_MS of readiness 503 while still serving) stop accepting, close idle keep-alive sockets at once, let
- * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
- * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
- * where the first key goes. Any start-up failure is one line on stderr and exit 1.
+ * The service's start: config → tracing → store → app → listen (API, and /metrics on its own port).
+ * Shutdown (runtime/stop-signals.ts says what asks for it): on SIGTERM first SHUTDOWN_DELAY_MS of
+ * readiness 503 while serving; then stop accepting, let in-flight requests finish (at most
+ * SHUTDOWN_TIMEOUT_MS), close the store last, exit 0. A start-up failure is one line and exit 1.
  */
 export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOptions: StoreOptions = {}): Promise<void> {
   // Read first: a launcher that ends while the server starts must still count as ended.
@@ -89,8 +87,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await log.end()
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
-  // The SQLite background thread (checkpoints) boots now, beside the first requests rather than
-  // before them: its boot would delay the first answer where the process's threads share a core.
+  // The SQLite checkpoint thread boots beside the first requests, not before them.
   store.startWriter?.()
   try {
     // After listening, so the curl example names the real port.
@@ -114,10 +111,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
 }
 
-/**
- * A start-up failure: one line on stderr (the cause and the setting to look at; never a stack or
- * a password), exit 1. Nothing else is written for it: the line is the whole story.
- */
+/** A start-up failure: one line on stderr (cause and setting; never a stack or a password), exit 1. */
 function cannotStart (err: unknown, config?: Readonly<Config>): never {
   const line = typeof err === 'string' ? err : describeFailure(err, config)
   process.stderr.write(`petstore: cannot start: ${line}\n`)

@@ -5,12 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { Type, type Static } from 'typebox'
 import { checkEnv } from './env-check.js'
 
-/** The project directory (holding package.json): one level above this file in src/ and in dist/. */
-/**
- * The project directory: the nearest folder above this module that holds a package.json. This module
- * runs from src/, from dist/, or from a chunk of the production bundle (dist/chunks/), so its own
- * depth says nothing.
- */
+/** The project directory: the nearest folder above this module with a package.json (src/, dist/ and dist/chunks/ all lead there). */
 export const PROJECT_ROOT = projectRoot(dirname(fileURLToPath(import.meta.url)))
 
 function projectRoot (from: string): string {
@@ -23,11 +18,7 @@ const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 /** The largest BODY_LIMIT a deployment may set (petstore conformance sends one byte more to see 413). */
 export const LARGEST_BODY_LIMIT = 1048576
 
-/**
- * Every setting, read once from the environment. Nothing else in the code reads process.env:
- * the frozen Config is passed down. docs/reference/configuration.md and .env.example are generated
- * from this schema (npm run docs).
- */
+/** Every setting, read once here (nothing else reads process.env); the reference docs and .env.example are generated from it. */
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on; change it when 8080 is taken or the platform assigns one.' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 to be reached from other hosts or from outside a container.' }),
@@ -227,9 +218,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
   if (errors.length > 0) throw new ConfigError(errors.join(', '))
   const e = values as Env
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) throw new ConfigError(`HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS})`)
-  // Unset, the default names the project's own database, wherever the command runs from (an
-  // `npx petstore` from a subdirectory must not find another file); a relative path someone
-  // wrote is relative to the working directory, as for any command.
+  // Unset: the project's own database, from any directory; a relative path given: the working directory's.
   const database = parseDatabaseUrl(e.DATABASE_URL, env.DATABASE_URL === undefined ? PROJECT_ROOT : cwd)
   return Object.freeze({
     host: e.HOST,
