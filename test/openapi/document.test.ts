@@ -36,7 +36,7 @@ describe('the OpenAPI document', () => {
     const o = doc.paths[path][method]
     return { ...o, responses: Object.fromEntries(Object.entries(o.responses as Json).map(([status, r]) => [status, response(r)])) }
   }
-  const response = (r: Json): Json => typeof r.$ref === 'string' ? doc.components.responses[r.$ref.split('/').pop()] : r
+  const response = (r: Json): Json => typeof r.$ref === 'string' ? doc.components.responses[r.$ref.split('/').pop()!] : r
   // A response header, inline or shared under components/headers.
   const header = (response: Json, name: string): Json => {
     const h = response.headers[name]
@@ -119,7 +119,7 @@ describe('the OpenAPI document', () => {
         for (const [status, r] of Object.entries(o.responses as Record<string, Json>)) {
           // The shared statuses by reference, the operation's own answers inline.
           assert.equal(typeof r.$ref === 'string', shared.includes(status), `${o.operationId} ${status}`)
-          if (typeof r.$ref === 'string') used.add(r.$ref.split('/').pop())
+          if (typeof r.$ref === 'string') used.add(r.$ref.split('/').pop()!)
         }
         const samples = (o['x-codeSamples'] as Json[]).map(x => x.label)
         assert.deepEqual(samples, o.operationId === 'listOrders' || o.security?.length === 0 ? ['curl', 'fetch'] : ['curl', 'TypeScript client', 'fetch'], o.operationId)
