@@ -63,19 +63,19 @@ export const CODE_SAMPLES: Readonly<Record<string, CodeSample[]>> = {
     ]
   ),
   createPet: samples(
-    `curl -sS -X POST '${SAMPLE_ORIGIN}/v1/pets' ${AUTH} \\\n  -H 'Content-Type: application/json' \\\n  -d '{"name":"Rex","categoryId":3,"status":"pending"}'`,
+    `curl -sS -X POST '${SAMPLE_ORIGIN}/v1/pets' ${AUTH} \\\n  -H 'Content-Type: application/json' \\\n  -d '{"name":"Rex","categoryId":3,"status":"available"}'`,
     [
       "import { parse } from 'lossless-json'",
       '',
       `const res = await fetch('${SAMPLE_ORIGIN}/v1/pets', {`,
       "  method: 'POST',",
       `  headers: { ${FETCH_AUTH}, 'Content-Type': 'application/json', 'Idempotency-Key': crypto.randomUUID() },`,
-      '  body: \'{"name":"Rex","categoryId":3,"status":"pending"}\' // write int64 values as plain digits, not through JSON.stringify of a number',
+      '  body: \'{"name":"Rex","categoryId":3,"status":"available"}\' // write int64 values as plain digits, not through JSON.stringify of a number',
       '})',
       ...READ
     ],
     [
-      "const rex = await petstore.createPet({ name: 'Rex', categoryId: 3n, status: 'pending' }, { idempotencyKey: crypto.randomUUID() })",
+      "const rex = await petstore.createPet({ name: 'Rex', categoryId: 3n, status: 'available' }, { idempotencyKey: crypto.randomUUID() })",
       'console.log(rex.id, rex.categoryId) // exact bigint values'
     ]
   ),
