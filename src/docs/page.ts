@@ -27,6 +27,7 @@ const COMPACT_RESPONSES_CSS = [
   '.swagger-ui .responses-table .headers-wrapper td, .swagger-ui .responses-table .headers-wrapper th { padding: 2px 8px 2px 0; }',
   '.swagger-ui .responses-table tr.response[data-code^="4"] .model-example, .swagger-ui .responses-table tr.response[data-code^="5"] .model-example { display: none; }',
   '.swagger-ui .responses-table tr.petstore-shared td { padding: 2px 0; }',
+  '.swagger-ui .responses-table tr.response:not(.petstore-shared) + tr.petstore-shared td { border-top: 1px solid #d8dde7; padding-top: 8px; }',
   '.swagger-ui tr.petstore-shared .markdown p, .swagger-ui tr.petstore-shared .renderedMarkdown p { margin: 0; }',
   '.swagger-ui tr.petstore-shared .response-col_description div, .swagger-ui tr.petstore-shared .response-col_description p { display: inline; }',
   '.swagger-ui .petstore-shared-headers, .swagger-ui .petstore-common-headers { font-size: 12px; color: #555; margin-left: 0.5em; }',
