@@ -9,6 +9,7 @@ import { buildMetricsApp, Metrics } from './plugins/metrics.js'
 import { launcherLinks, onStopRequest } from './stop-requests.js'
 import { openStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
+import { hasBackgroundWriter } from './store/store.js'
 import { startTracing, type Tracing } from './tracing.js'
 
 /**
@@ -91,7 +92,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
   // The SQLite background thread (checkpoints) boots now, beside the first requests rather than
   // before them: its boot would delay the first answer where the process's threads share a core.
-  store.startWriter?.()
+  if (hasBackgroundWriter(store)) store.startWriter()
   try {
     // After listening, so the curl example names the real port.
     if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile, cli: config.cli }, app.log)
