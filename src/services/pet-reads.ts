@@ -94,7 +94,7 @@ export class PetReads {
   /**
    * getPet: the cached representation (the hit counted), or the pet read from the store and made
    * into its representation by `render` and kept (the miss counted); undefined when no pet has this
-   * id. At once for a hit and on a store that reads synchronously (Store.readsNow), else a Promise.
+   * id. At once for a hit and on a store that reads synchronously (SynchronousReads), else a Promise.
    */
   pet (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
     const key = petKey(id)
