@@ -176,7 +176,7 @@ Which operation answers which code: [the HTTP API reference](http-api.md).
 interface RegistryMetric { name: string, help: string, labelNames?: readonly string[], get: () => Promise<{ type: string }> }
 
 async function metricsOf (postgres: boolean): Promise<Map<string, { type: string, help: string, labels: readonly string[] }>> {
-  const store = postgres ? { poolStats: () => ({ total: 0, idle: 0, waiting: 0 }), namedStatements: () => true } : {}
+  const store = postgres ? { poolStats: () => ({ total: 0, idle: 0, waiting: 0 }), namedStatements: () => true, onNamingStopped: () => {} } : {}
   const registry = new Metrics(store).registry
   const out = new Map<string, { type: string, help: string, labels: readonly string[] }>()
   for (const m of registry.getMetricsAsArray() as unknown as RegistryMetric[]) {

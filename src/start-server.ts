@@ -9,6 +9,7 @@ import { buildMetricsApp, Metrics } from './observability/metrics.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
 import { openStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
+import { hasBackgroundWriter } from './store/store.js'
 import { startTracing, type Tracing } from './observability/tracing.js'
 
 /**
@@ -88,7 +89,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
   // The SQLite checkpoint thread boots beside the first requests, not before them.
-  store.startWriter?.()
+  if (hasBackgroundWriter(store)) store.startWriter()
   try {
     // After listening, so the curl example names the real port.
     if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile, cli: config.cli }, app.log)

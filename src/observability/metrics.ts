@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'
-import type { Store } from '../store/store.js'
+import { isPooled, namesStatements } from '../store/store.js'
 
 type PromClient = typeof import('prom-client')
 
@@ -101,7 +101,7 @@ export class Metrics {
   private readonly getPetCalls = new Map<number, Tally>()
   private built: Registry | undefined
 
-  constructor (private readonly store: Pick<Store, 'poolStats' | 'namedStatements'>, private readonly opts: { processMetrics?: boolean } = {}) {}
+  constructor (private readonly store: object, private readonly opts: { processMetrics?: boolean } = {}) {}
 
   /** prom-client's registry of these metrics (prom-client is loaded on the first read). */
   get registry (): Registry {
@@ -193,7 +193,7 @@ export class Metrics {
     new Gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', registers, collect () { this.set(size().entries) } })
     // eslint-disable-next-line no-new
     new Gauge({ name: 'petstore_read_cache_bytes', help: 'Memory the read cache accounts for (bodies plus a fixed overhead per entry), at most READ_CACHE_MAX_MB.', registers, collect () { this.set(size().bytes) } })
-    if (store.poolStats !== undefined) {
+    if (isPooled(store)) {
       const stats = store.poolStats.bind(store)
       // eslint-disable-next-line no-new
       new Gauge({
@@ -209,7 +209,7 @@ export class Metrics {
         }
       })
     }
-    if (store.namedStatements !== undefined) {
+    if (namesStatements(store)) {
       const named = store.namedStatements.bind(store)
       // eslint-disable-next-line no-new
       new Gauge({

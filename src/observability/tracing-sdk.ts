@@ -9,7 +9,7 @@ import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { redactUrl } from '../services/redact.js'
-import type { IdempotentCreateResult, PetReadsNow, Store } from '../store/store.js'
+import { type IdempotentCreateResult, type PetReadsNow, petReadsNow, type Store } from '../store/store.js'
 import type { TraceFields, Tracing } from './tracing-types.js'
 
 const require = createRequire(import.meta.url)
@@ -128,7 +128,7 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
   if (store.kind === 'sqlite') {
     const sqlite = (operation: string, table: string) => ({ 'db.system': 'sqlite', 'db.operation.name': operation, 'db.collection.name': table })
     // Reads are synchronous (readsNow), and getPet/listPets call them: the span is on the read itself.
-    const reads = store.readsNow
+    const reads = petReadsNow(store)
     if (reads !== undefined) {
       const read = <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A): R =>
         tracer.startActiveSpan('SELECT pets', { kind: SpanKind.CLIENT, attributes: sqlite('SELECT', 'pets') }, (span) => {

@@ -35,7 +35,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Metrics } from '../observability/metrics.js'
 import type { Pet, PetStatus } from '../schemas/pets.js'
-import type { ListPetsParams, Store } from '../store/store.js'
+import { type ListPetsParams, petReadsNow, type Store } from '../store/store.js'
 
 /**
  * A 200 representation as sent: the JSON body, its length in bytes (UTF-8), its strong ETag, and
@@ -94,7 +94,7 @@ export class PetReads {
   /**
    * getPet: the cached representation (the hit counted), or the pet read from the store and made
    * into its representation by `render` and kept (the miss counted); undefined when no pet has this
-   * id. At once for a hit and on a store that reads synchronously (Store.readsNow), else a Promise.
+   * id. At once for a hit and on a store that reads synchronously (SynchronousReads), else a Promise.
    */
   pet (id: bigint, render: (pet: Pet) => Representation): Representation | undefined | Promise<Representation | undefined> {
     const key = petKey(id)
@@ -104,7 +104,7 @@ export class PetReads {
       return hit
     }
     this.counters.pet.misses.inc()
-    const now = this.store.readsNow
+    const now = petReadsNow(this.store)
     if (now === undefined) return this.fetchPet(key, id, render)
     const pet = now.getPet(id)
     return pet === undefined ? undefined : this.keep(key, render(pet))
@@ -128,7 +128,7 @@ export class PetReads {
       return hit
     }
     this.counters.page.misses.inc()
-    const now = this.store.readsNow
+    const now = petReadsNow(this.store)
     if (now === undefined) return this.fetchPage(q, render)
     return this.made(q, now.listPets(rowsOf(q)), render)
   }
@@ -141,7 +141,7 @@ export class PetReads {
   private made (q: PageQuery, pets: Pet[], render: PageRender): Representation {
     if (pets.length <= q.limit) return render(pets, undefined)
     // A full page is kept unless pets not yet shown have ids within it (a SQLite batch not yet flushed).
-    const settled = this.store.readsNow?.settled(q.afterId, pets[q.limit]!.id) ?? true
+    const settled = petReadsNow(this.store)?.settled(q.afterId, pets[q.limit]!.id) ?? true
     pets.length = q.limit
     const rep = render(pets, pets[q.limit - 1])
     return settled ? this.keep(pageKey(q), rep) : rep

@@ -1,14 +1,9 @@
-import type { Config } from '../config/index.js'
+import { pgOptions, type StoreConfig } from './options.js'
 import type { SynchronousLevel } from './sqlite/connection.js'
 import type { Store } from './store.js'
 
+export type { StoreConfig } from './options.js'
 export type { Store } from './store.js'
-
-export type StoreConfig = Pick<Config, 'database' | 'pgPoolMax' | 'pgStatementTimeoutMs' | 'pgConnectTimeoutMs' | 'pgPreparedStatements'>
-
-function pgOptions (url: string, config: StoreConfig) {
-  return { url, poolMax: config.pgPoolMax, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs, preparedStatements: config.pgPreparedStatements }
-}
 
 // Each store's module is loaded only when DATABASE_URL names it: a SQLite start does not load `pg`,
 // a PostgreSQL start does not load better-sqlite3.

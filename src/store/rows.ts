@@ -8,7 +8,7 @@
 import { INT64_MIN } from '../schemas/int64.js'
 import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
 import { parseScopesText } from '../schemas/scopes.js'
-import type { ApiKeyRecordLine } from '../services/transfer/format.js'
+import type { ApiKeyRecordLine } from './transfer/records.js'
 import type { ApiKeyGrant, ApiKeyRecord, ListPetsParams } from './store.js'
 
 /** The pet columns every pet query selects: `id, name, category_id, status`. */

@@ -78,7 +78,7 @@ export interface PoolStats {
   waiting: number
 }
 
-/** getPet and listPets of a store that reads synchronously (Store.readsNow). */
+/** getPet and listPets of a store that reads synchronously (SynchronousReads.readsNow). */
 export interface PetReadsNow {
   getPet (id: bigint): Pet | undefined
   listPets (params: ListPetsParams): Pet[]
@@ -91,15 +91,10 @@ export interface PetReadsNow {
 }
 
 /**
- * Everything the service needs from a database. Routes and services see only this interface; each
- * store (SQLite, PostgreSQL) holds only its SQL and its connection handling behind it, and shares
- * the rest (rows.ts: row types and mappers; creates.ts: group commit and the idempotent create).
- * Pets are immutable: nothing here updates or deletes one. Any failure to reach or write the
- * database surfaces as StoreUnavailableError.
+ * The pets: created (group-committed, optionally under an Idempotency-Key), read by id and by page.
+ * Pets are immutable: nothing here updates or deletes one.
  */
-export interface Store {
-  readonly kind: 'sqlite' | 'postgres'
-
+export interface PetRepository {
   /**
    * Durably stores a pet; resolves only once the pet is committed (group-committed with its peers).
    * Ids are assigned in increasing order and become visible in that order on every instance: a
@@ -118,18 +113,19 @@ export interface Store {
    * when it resolves.
    */
   createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult>
-  /** Deletes idempotency records created before `before` (housekeeping); returns how many. */
-  purgeIdempotencyKeys (before: Date): Promise<number>
   getPet (id: bigint): Promise<Pet | undefined>
   /** Pets in ascending id order (keyset pagination). */
   listPets (params: ListPetsParams): Promise<Pet[]>
-  /**
-   * The same two reads, answered synchronously, on a store whose reads run on the event loop anyway
-   * (SQLite: a primary-key read is a few µs of CPU); absent when a read waits for a server
-   * (PostgreSQL). The read cache answers a miss with them at once (services/pet-reads.ts).
-   */
-  readonly readsNow?: PetReadsNow
+}
 
+/** The Idempotency-Key records' housekeeping (they are written by PetRepository.createPetIdempotent). */
+export interface IdempotencyRepository {
+  /** Deletes idempotency records created before `before` (housekeeping); returns how many. */
+  purgeIdempotencyKeys (before: Date): Promise<number>
+}
+
+/** The API keys, by hash (never the secret). */
+export interface ApiKeyRepository {
   createApiKey (key: NewApiKey): Promise<ApiKeyRecord>
   /** The key with this SHA-256 hash (hex), revoked, expired or not: the caller compares the times with its clock. */
   findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined>
@@ -142,38 +138,84 @@ export interface Store {
   /** Records when keys were last used (written in the background, accurate to the flush interval). */
   touchApiKeys (usedAt: Map<number, Date>): Promise<void>
   countApiKeys (): Promise<number>
+}
 
-  /** A value kept in the store for every instance to share, created with `create()` on first use. */
+/** Values kept in the store for every instance to share (e.g. the cursor HMAC key). */
+export interface SettingRepository {
+  /** The value of setting `name`, created with `create()` on first use (by whichever instance comes first). */
   getOrCreateSetting (name: string, create: () => string): Promise<string>
+}
 
-  /** Pool occupancy when the store has a connection pool (PostgreSQL); absent otherwise. */
-  poolStats?(): PoolStats
-
-  /** PostgreSQL: whether hot statements are sent named (server-side prepared) now; absent otherwise. */
-  namedStatements?(): boolean
-  /**
-   * PostgreSQL: calls `fn` once PG_PREPARED_STATEMENTS=auto stops naming statements because the
-   * server showed a transaction-mode pooler in between (at once if it already has).
-   */
-  onNamingStopped?(fn: (e: NamingStopped) => void): void
-
-  /**
-   * SQLite: starts the background thread (checkpoints, last-used times, the purge) if it is not
-   * running yet (absent for PostgreSQL). The server calls it once it listens; its first task starts
-   * it too, whoever opened the store.
-   */
-  startWriter?(): void
-
-  /**
-   * SQLite: calls `fn` once with the operator's line (level error) when the store's database file is
-   * found removed, replaced, overwritten or malformed under the running store (at once if it already
-   * is); from then on it acknowledges no create (src/store/sqlite/store-file.ts). Removed or replaced,
-   * the store then writes a copy of itself beside the path, and `fn` is told again when it is written
-   * (info) or failed (error).
-   */
-  onGone?(fn: (line: string, reason: StoreGoneReason, level: 'error' | 'info') => void): void
-
-  /** Resolves when the store answers a trivial query. */
+/** Which database, whether it answers, and its end. */
+export interface StoreLifecycle {
+  readonly kind: 'sqlite' | 'postgres'
+  /** Resolves when the store answers a trivial query (and, on SQLite, can take writes). */
   ping (): Promise<void>
   close (): Promise<void>
 }
+
+/**
+ * Everything the service needs from a database, composed of one repository per thing it holds.
+ * Routes and services see only this; each store (SQLite, PostgreSQL) holds only its SQL and its
+ * connection handling behind it, and shares the rest (rows.ts: row types and mappers; creates.ts:
+ * group commit and the idempotent create; repositories.ts: the API keys and settings over a
+ * per-database adapter). Any failure to reach or write the database surfaces as
+ * StoreUnavailableError. What only one database has is a capability of its own below, found with
+ * its type guard.
+ */
+export interface Store extends PetRepository, IdempotencyRepository, ApiKeyRepository, SettingRepository, StoreLifecycle {}
+
+/**
+ * SQLite: getPet and listPets answered synchronously, on a store whose reads run on the event loop
+ * anyway (a primary-key read is a few microseconds of CPU). The read cache answers a miss with them
+ * at once (services/pet-reads.ts).
+ */
+export interface SynchronousReads {
+  readonly readsNow: PetReadsNow
+}
+
+/** PostgreSQL: connection-pool occupancy, for metrics. */
+export interface PooledStore {
+  poolStats (): PoolStats
+}
+
+/** PostgreSQL: whether hot statements are sent named (server-side prepared), and when that stops. */
+export interface StatementNaming {
+  /** Whether hot statements are sent named now. */
+  namedStatements (): boolean
+  /**
+   * Calls `fn` once PG_PREPARED_STATEMENTS=auto stops naming statements because the server showed
+   * a transaction-mode pooler in between (at once if it already has).
+   */
+  onNamingStopped (fn: (e: NamingStopped) => void): void
+}
+
+/**
+ * SQLite: the background thread (checkpoints, last-used times, the purge), started if it is not
+ * running yet. The server calls it once it listens; its first task starts it too, whoever opened
+ * the store.
+ */
+export interface BackgroundWriter {
+  startWriter (): void
+}
+
+/**
+ * SQLite: calls `fn` once with the operator's line (level error) when the store's database file is
+ * found removed, replaced, overwritten or malformed under the running store (at once if it already
+ * is); from then on it acknowledges no create (src/store/sqlite/store-file.ts). Removed or replaced,
+ * the store then writes a copy of itself beside the path, and `fn` is told again when it is written
+ * (info) or failed (error).
+ */
+export interface GoneNotices {
+  onGone (fn: (line: string, reason: StoreGoneReason, level: 'error' | 'info') => void): void
+}
+
+const has = (store: object, member: string): boolean => member in store && (store as Record<string, unknown>)[member] !== undefined
+
+export const readsSynchronously = <S extends object>(store: S): store is S & SynchronousReads => has(store, 'readsNow')
+export const isPooled = <S extends object>(store: S): store is S & PooledStore => has(store, 'poolStats')
+export const namesStatements = <S extends object>(store: S): store is S & StatementNaming => has(store, 'namedStatements') && has(store, 'onNamingStopped')
+export const hasBackgroundWriter = <S extends object>(store: S): store is S & BackgroundWriter => has(store, 'startWriter')
+/** The store's synchronous reads, when it has them. */
+export const petReadsNow = (store: object): PetReadsNow | undefined => readsSynchronously(store) ? store.readsNow : undefined
+export const noticesGone = <S extends object>(store: S): store is S & GoneNotices => has(store, 'onGone')

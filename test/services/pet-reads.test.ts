@@ -8,7 +8,7 @@ import { Metrics } from '../../src/observability/metrics.js'
 import type { Pet } from '../../src/schemas/pets.js'
 import { ENTRY_OVERHEAD, PetReads, type Representation } from '../../src/services/pet-reads.js'
 import { openStore } from '../../src/store/index.js'
-import type { Store } from '../../src/store/store.js'
+import { readsSynchronously, type Store } from '../../src/store/store.js'
 import { STORES, testDatabaseUrl, type StoreKind } from '../helpers/app.js'
 
 async function open (t: TestContext, kind: StoreKind): Promise<Store> {
@@ -59,7 +59,7 @@ for (const kind of STORES) {
         const reads = new PetReads(store, 1 << 20, metrics)
         for (let i = 0; i < 3; i++) await store.createPet({ name: `p${i}`, categoryId: BigInt(i), status: 'sold' })
         const synchronous = kind === 'sqlite'
-        assert.equal(store.readsNow !== undefined, synchronous)
+        assert.equal(readsSynchronously(store), synchronous)
         const q = { afterId: null, limit: 2, status: undefined }
         const missing = reads.pet(9n, render)
         const pet = reads.pet(1n, render)

@@ -5,7 +5,6 @@ import { readLines } from '../../services/transfer/lines.js'
 import { AtomicFile } from '../../services/transfer/files.js'
 import { parseExport } from '../../services/transfer/parse.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
-import { backupSqlite } from '../../store/sqlite/backup.js'
 import { openTransferReader } from '../../store/transfer.js'
 import { loadCliConfig } from '../config.js'
 import { sayStore } from '../store.js'
@@ -40,6 +39,7 @@ export function registerBackupCommand (program: Command): void {
       // A backup folder that does not exist yet (backups/ on a first run) is made, as mkdir -p would.
       mkdirSync(dirname(dest), { recursive: true })
       if (db.kind === 'sqlite') {
+        const { backupSqlite } = await import('../../store/sqlite/backup.js')
         const r = await backupSqlite(db.path, dest, terminalProgress('backup'))
         report(opts.json === true, { command: 'backup', source: 'sqlite', path: dest, format: 'sqlite', bytes: r.bytes, pages: r.pages, integrity: r.integrity, counts: { pets: r.pets, apiKeys: r.apiKeys }, seconds: secondsSince(started) },
           `backed up ${r.pets} pets and ${r.apiKeys} API keys to ${dest} (${r.bytes} bytes, integrity_check ok)`)

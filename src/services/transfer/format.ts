@@ -1,6 +1,10 @@
 import { createHash, type Hash } from 'node:crypto'
-import type { PetStatus } from '../../schemas/pets.js'
-import type { Scope } from '../../schemas/scopes.js'
+import type { Counts, DataRecord } from '../../store/transfer/records.js'
+
+export type {
+  ApiKeyRecordLine, Counts, DataRecord, IdempotencyRecord, PetRecord, SettingRecord
+} from '../../store/transfer/records.js'
+export { recordRefused, TransferLineError } from '../../store/transfer/records.js'
 
 /*
  * The export format (NDJSON, one JSON object per line, each ending in "\n"), version 2:
@@ -26,7 +30,6 @@ export const FORMAT_VERSION = 2
 /** The versions import reads. */
 export const READABLE_VERSIONS: readonly number[] = [1, 2]
 
-export interface Counts { settings: number, apiKeys: number, pets: number, idempotencyKeys: number }
 export const COUNT_NAMES = ['settings', 'apiKeys', 'pets', 'idempotencyKeys'] as const
 
 export interface Header {
@@ -37,32 +40,7 @@ export interface Header {
   counts: Counts
 }
 
-export interface SettingRecord { type: 'setting', name: string, value: string }
-/** An API key as the store holds it: the SHA-256 hash, never the secret (the store never has it). */
-export interface ApiKeyRecordLine {
-  type: 'apiKey'
-  id: number
-  name: string
-  hash: string
-  scopes: Scope[]
-  /** Milliseconds since the epoch. */
-  createdAt: number
-  expiresAt: number | null
-  lastUsedAt: number | null
-  revokedAt: number | null
-}
-export interface PetRecord { type: 'pet', id: bigint, name: string, categoryId: bigint, status: PetStatus }
-export interface IdempotencyRecord {
-  type: 'idempotencyKey'
-  apiKeyId: number
-  key: string
-  fingerprint: string
-  petId: bigint
-  createdAt: number
-}
 export interface EndRecord { type: 'end', petsSha256: string }
-
-export type DataRecord = SettingRecord | ApiKeyRecordLine | PetRecord | IdempotencyRecord
 
 const str = (s: string) => JSON.stringify(s)
 const time = (ms: number | null) => ms === null ? 'null' : `"${new Date(ms).toISOString()}"`
@@ -100,29 +78,4 @@ export class PetDigest {
   add (p: { id: bigint, name: string, categoryId: bigint, status: string }): void { this.hash.update(petLine(p) + '\n') }
   addLine (line: string): void { this.hash.update(line + '\n') }
   hex (): string { return this.hash.digest('hex') }
-}
-
-/** A failure tied to a line of an import file; the CLI prints it as `line N: problem`. */
-export class TransferLineError extends Error {
-  constructor (readonly line: number, problem: string) {
-    super(`line ${line}: ${problem}`)
-    this.name = 'TransferLineError'
-  }
-}
-
-/**
- * The error for a record the target store refused: `unique` when it collides with what is there,
- * `reference` when an Idempotency-Key names a key or pet that is neither in the file nor the store.
- */
-export function recordRefused (r: DataRecord, origin: number | undefined, kind: 'unique' | 'reference'): Error {
-  const what = r.type === 'pet'
-    ? `pet id ${r.id} is already in the target store`
-    : r.type === 'apiKey'
-      ? `API key id ${r.id} (or a key with the same hash) is already in the target store`
-      : r.type === 'idempotencyKey'
-        ? kind === 'unique'
-          ? `Idempotency-Key ${JSON.stringify(r.key)} of API key ${r.apiKeyId} is already in the target store`
-          : `Idempotency-Key ${JSON.stringify(r.key)} refers to API key ${r.apiKeyId} or pet ${r.petId}, which is neither in the file nor in the target store`
-        : `setting ${JSON.stringify(r.name)} could not be written`
-  return origin === undefined ? new Error(what) : new TransferLineError(origin, what)
 }

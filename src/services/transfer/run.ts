@@ -1,18 +1,13 @@
 import { once } from 'node:events'
 import type { Writable } from 'node:stream'
-import type { TransferReader, TransferWriter } from '../../store/transfer.js'
+import type { Progress, TransferReader, TransferWriter } from '../../store/transfer/contract.js'
 import {
   COUNT_NAMES, type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
 } from './format.js'
 import type { Line } from './lines.js'
 import { parseExport } from './parse.js'
 
-/** Told how many records there are, then how many are done; the CLI draws it on a TTY. */
-export interface Progress {
-  start (total: number, unit: string): void
-  update (done: number): void
-  stop (): void
-}
+export type { Progress } from '../../store/transfer/contract.js'
 export const NO_PROGRESS: Progress = { start () {}, update () {}, stop () {} }
 const PROGRESS_EVERY = 1000
 

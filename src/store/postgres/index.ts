@@ -1,8 +1,8 @@
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, PetCreates, planCreates } from '../creates.js'
-import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyGrant, toPet } from '../rows.js'
-import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, NewApiKey, PoolStats, Store } from '../store.js'
-import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
+import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
+import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toIdemRecord, toPet } from '../rows.js'
+import type { IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, PooledStore, PoolStats, StatementNaming, Store } from '../store.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions, type PgStatement } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
@@ -72,12 +72,16 @@ export const PET_READS = {
 export interface PostgresStoreOptions extends PgConnectionOptions {}
 
 /** The shared store: many stateless instances over one PostgreSQL, through a connection pool. */
-export class PostgresStore implements Store {
+export class PostgresStore extends KeysAndSettings implements Store, PooledStore, StatementNaming {
   readonly kind = 'postgres' as const
   private readonly creates: PetCreates
   private closed = false
 
+  protected readonly sql: KeysAndSettingsSql
+
   private constructor (private readonly db: PgDatabase, private readonly statementTimeoutMs: number) {
+    super()
+    this.sql = keysAndSettingsSql(db)
     this.creates = new PetCreates(async (items) => await this.commitCreates(items))
   }
 
@@ -207,63 +211,6 @@ export class PostgresStore implements Store {
     return res.rows.map(toPet)
   }
 
-  async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
-    const [res] = await this.db.transaction([{
-      text: `INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
-      values: [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt, key.expiresAt ?? null]
-    }])
-    return toApiKey(res!.rows[0] as KeyRow)
-  }
-
-  async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
-    const res = await this.db.query<KeyGrantRow>({
-      // A statement's name changes with its text: through a pooler, instances of two versions (a
-      // rolling upgrade) can share a server connection where the other text is prepared.
-      name: 'find_key_grant',
-      stablePlan: true,
-      text: `SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = $1`,
-      values: [hash]
-    })
-    const row = res.rows[0]
-    return row === undefined ? undefined : toKeyGrant(row)
-  }
-
-  async listApiKeys (): Promise<ApiKeyRecord[]> {
-    const res = await this.db.query<KeyRow>({ text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id` })
-    return res.rows.map(toApiKey)
-  }
-
-  async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    // LEAST ignores NULL: a key not revoked yet takes `at`.
-    const [res] = await this.db.transaction([{ text: 'UPDATE api_keys SET revoked_at = LEAST(revoked_at, $1) WHERE id = $2', values: [at, id] }])
-    return (res!.rowCount ?? 0) > 0
-  }
-
-  async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
-    if (usedAt.size === 0) return
-    const ids = [...usedAt.keys()]
-    const ats = [...usedAt.values()]
-    await this.db.transaction([{
-      text: `UPDATE api_keys AS k SET last_used_at = u.at
-             FROM unnest($1::int8[], $2::timestamptz[]) AS u(id, at)
-             WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
-      values: [ids, ats]
-    }])
-  }
-
-  async countApiKeys (): Promise<number> {
-    const res = await this.db.query<{ n: bigint }>({ text: 'SELECT count(*) AS n FROM api_keys' })
-    return Number(res.rows[0]!.n)
-  }
-
-  async getOrCreateSetting (name: string, create: () => string): Promise<string> {
-    // Two transactions: the SELECT takes a fresh snapshot, so it sees the row another instance
-    // inserted concurrently (which made our INSERT do nothing).
-    await this.db.transaction([{ text: 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', values: [name, create()] }])
-    const res = await this.db.query<{ value: string }>({ text: 'SELECT value FROM settings WHERE name = $1', values: [name] })
-    return res.rows[0]!.value
-  }
-
   async ping (): Promise<void> {
     await this.db.query({ text: 'SELECT 1' })
   }
@@ -273,6 +220,51 @@ export class PostgresStore implements Store {
     this.closed = true
     await this.creates.drain()
     await this.db.end()
+  }
+}
+
+/** The API keys' and settings' statements on PostgreSQL. */
+function keysAndSettingsSql (db: PgDatabase): KeysAndSettingsSql {
+  return {
+    insertKey: async (k) => {
+      const [res] = await db.transaction([{
+        text: `INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
+        values: [k.name, k.hash, k.scopes, k.createdAt, k.expiresAt]
+      }])
+      return res!.rows[0] as KeyRow
+    },
+    keyByHash: async (hash) => {
+      const res = await db.query<KeyGrantRow>({
+        // A statement's name changes with its text: through a pooler, instances of two versions (a
+        // rolling upgrade) can share a server connection where the other text is prepared.
+        name: 'find_key_grant',
+        stablePlan: true,
+        text: `SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = $1`,
+        values: [hash]
+      })
+      return res.rows[0]
+    },
+    listKeys: async () => (await db.query<KeyRow>({ text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id` })).rows,
+    revokeKey: async (id, at) => {
+      // LEAST ignores NULL: a key not revoked yet takes `at`.
+      const [res] = await db.transaction([{ text: 'UPDATE api_keys SET revoked_at = LEAST(revoked_at, $1) WHERE id = $2', values: [at, id] }])
+      return res!.rowCount ?? 0
+    },
+    touchKeys: async (usedAt) => {
+      await db.transaction([{
+        text: `UPDATE api_keys AS k SET last_used_at = u.at
+               FROM unnest($1::int8[], $2::timestamptz[]) AS u(id, at)
+               WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+        values: [[...usedAt.keys()], [...usedAt.values()]]
+      }])
+    },
+    countKeys: async () => (await db.query<{ n: bigint }>({ text: 'SELECT count(*) AS n FROM api_keys' })).rows[0]!.n,
+    // Two transactions: the SELECT takes a fresh snapshot, so it sees the row another instance
+    // inserted concurrently (which made the INSERT do nothing).
+    insertSettingIfAbsent: async (name, value) => {
+      await db.transaction([{ text: 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', values: [name, value] }])
+    },
+    setting: async (name) => (await db.query<{ value: string }>({ text: 'SELECT value FROM settings WHERE name = $1', values: [name] })).rows[0]!.value
   }
 }
 

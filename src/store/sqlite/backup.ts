@@ -1,7 +1,7 @@
 import { chmod, rm, stat } from 'node:fs/promises'
 import Database from 'better-sqlite3'
-import type { Progress } from '../../services/transfer/run.js'
-import { partialPath, publish } from '../../services/transfer/files.js'
+import { partialPath, publish } from '../files.js'
+import type { Progress } from '../transfer/contract.js'
 
 export interface SqliteBackupResult { pages: number, bytes: number, pets: number, apiKeys: number, integrity: 'ok' }
 

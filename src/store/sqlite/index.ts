@@ -1,18 +1,17 @@
 import { closeSync, openSync, statSync } from 'node:fs'
-import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
-import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyGrant, toPet } from '../rows.js'
-import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
-import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NewApiKey, PetReadsNow, Store } from '../store.js'
+import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
+import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toPet } from '../rows.js'
+import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PetReadsNow, Store, SynchronousReads } from '../store.js'
+import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { isMalformedError, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, writeMarker } from './start-checks.js'
-import { type Gone, newStoreId, StoreFile, type StoreFileIdentity } from './store-file.js'
+import { type Gone, newStoreId, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
-import type { WriterOp, WriterResponse } from './writer-worker.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
 
 /**
@@ -32,123 +31,6 @@ function guard<T> (fn: () => T, malformed?: (err: unknown) => void): T {
 // How long a readiness check waits for a writer thread that is still booting before answering 503
 // (a boot takes far less; this long only on a machine that is overloaded).
 const WRITER_READY_WAIT_MS = 2000
-
-// Defined by the production bundle (scripts/bundle.mjs): the compiled writer entry, relative to the bundle's chunk.
-declare const PETSTORE_WRITER_ENTRY: string | undefined
-
-/**
- * The writer thread's entry: next to this module (dist/store/sqlite/ as compiled; src/ under tsx, in
- * tests and `npm run dev`, where the thread registers tsx first), or, from the bundle, the compiled file.
- */
-function writerEntry (): URL {
-  if (typeof PETSTORE_WRITER_ENTRY === 'string') return new URL(PETSTORE_WRITER_ENTRY, import.meta.url)
-  return new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
-}
-
-/**
- * Sends write batches to the writer thread and matches the answers. The thread is started by
- * start() or by the first write, whichever comes first. Requests sent while it is still starting wait
- * in its message port; if it cannot start, they fail as unavailable (503).
- */
-class WorkerWriter {
-  private worker: Worker | undefined
-  private nextId = 1
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
-  private dead: Error | undefined
-  private closed = false
-  private up: { promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void } | undefined
-
-  constructor (
-    private readonly path: string,
-    private readonly synchronous: SynchronousLevel,
-    private readonly file: { identity: StoreFileIdentity, idAtOpen: number | undefined },
-    private readonly onGone: (found: Gone) => StoreGoneError
-  ) {}
-
-  start (): Worker {
-    if (this.worker !== undefined) return this.worker
-    const entry = writerEntry()
-    const workerData = { path: this.path, synchronous: this.synchronous, file: this.file }
-    const worker = entry.pathname.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData })
-      : new Worker(entry, { workerData })
-    let settle!: Pick<NonNullable<typeof this.up>, 'resolve' | 'reject'>
-    const promise = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
-    promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
-    this.up = { promise, ...settle }
-    worker.on('message', (res: WriterResponse) => this.settle(res))
-    worker.on('error', (err) => this.fail(err))
-    worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
-    this.worker = worker
-    return worker
-  }
-
-  /** StoreUnavailableError once the thread has stopped (or the store is closing), else undefined. */
-  stopped (): StoreUnavailableError | undefined {
-    if (this.dead !== undefined) return new StoreUnavailableError('the database writer stopped', { cause: this.dead })
-    if (this.closed) return new StoreUnavailableError('the database writer stopped')
-    return undefined
-  }
-
-  run<T> (req: WriterOp): Promise<T> {
-    const stopped = this.stopped()
-    if (stopped !== undefined) return Promise.reject(stopped)
-    const worker = this.start()
-    const id = this.nextId++
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      worker.postMessage({ ...req, id })
-    })
-  }
-
-  /**
-   * Resolves once the thread is up (starting it if need be); StoreUnavailableError once it has
-   * stopped or could not start, or while it is still starting after `waitMs`.
-   */
-  async ready (waitMs: number): Promise<void> {
-    if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
-    this.start()
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((resolve, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)), waitMs)
-    })
-    try {
-      await Promise.race([this.up!.promise, late])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
-
-  private settle (res: WriterResponse): void {
-    if ('ready' in res) {
-      this.up?.resolve()
-      return
-    }
-    const p = this.pending.get(res.id)
-    if (p === undefined) return
-    this.pending.delete(res.id)
-    if (res.ok) p.resolve(res.result)
-    else if (res.gone !== undefined) p.reject(this.onGone(res.gone))
-    else if (res.unavailable) p.reject(new StoreUnavailableError(`the database refused the write (${res.code ?? 'error'})`))
-    else p.reject(Object.assign(new Error(res.message), { code: res.code }))
-  }
-
-  private fail (err: Error): void {
-    this.dead ??= err
-    this.up?.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
-    for (const p of this.pending.values()) p.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
-    this.pending.clear()
-  }
-
-  async close (): Promise<void> {
-    this.closed = true
-    const worker = this.worker
-    if (worker === undefined || this.dead !== undefined) return
-    const exited = new Promise(resolve => worker.once('exit', resolve))
-    worker.postMessage({ op: 'close' })
-    await exited
-  }
-}
 
 export interface SqliteStoreOptions {
   path: string
@@ -182,7 +64,7 @@ const BUSY_RETRY_MS = 2
  * power loss could still take back. Checkpoints and the writes nobody waits for run on a background
  * thread with its own connection (writer-worker.ts).
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends KeysAndSettings implements Store, SynchronousReads, BackgroundWriter, GoneNotices {
   readonly kind = 'sqlite' as const
   private readonly creates: PetCreates
   private readonly writes: SqliteWrites
@@ -207,6 +89,7 @@ export class SqliteStore implements Store {
     writer: { path: string, synchronous: SynchronousLevel } | undefined,
     private readonly wal: WalFlush | undefined
   ) {
+    super()
     this.writer = writer === undefined || file === undefined
       ? undefined
       : new WorkerWriter(writer.path, writer.synchronous, { identity: file.identity, idAtOpen: file.idAtOpen }, (found) => this.becomeGone(found))
@@ -235,7 +118,20 @@ export class SqliteStore implements Store {
       getSetting: db.prepare('SELECT value FROM settings WHERE name = ?'),
       ping: db.prepare('SELECT 1')
     }
+    const stmts = this.stmts
+    this.sql = {
+      insertKey: async (k) => await this.writeNow(() => stmts.insertKey.get(k.name, k.hash, k.scopes, k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? null) as KeyRow),
+      keyByHash: async (hash) => this.guard(() => stmts.keyByHash.get(hash) as KeyGrantRow | undefined),
+      listKeys: async () => this.guard(() => stmts.listKeys.all() as KeyRow[]),
+      revokeKey: async (id, at) => (await this.writeNow(() => stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
+      touchKeys: async (usedAt) => { await this.touch([...usedAt].map(([id, at]) => [id, at.toISOString()])) },
+      countKeys: async () => (this.guard(() => stmts.countKeys.get()) as { n: bigint }).n,
+      insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => stmts.insertSetting.run(name, value)) },
+      setting: async (name) => (this.guard(() => stmts.getSetting.get(name)) as { value: string }).value
+    }
   }
+
+  protected readonly sql: KeysAndSettingsSql
 
   private readonly touch: (entries: Array<[number, string]>) => Promise<void>
   private readonly purge: (beforeMs: number) => Promise<number>
@@ -524,40 +420,6 @@ export class SqliteStore implements Store {
 
   async listPets (params: ListPetsParams): Promise<Pet[]> {
     return this.readsNow.listPets(params)
-  }
-
-  async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
-    const values = [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt.toISOString(), key.expiresAt?.toISOString() ?? null]
-    return toApiKey(await this.writeNow(() => this.stmts.insertKey.get(...values) as KeyRow))
-  }
-
-  async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
-    const row = this.guard(() => this.stmts.keyByHash.get(hash) as KeyGrantRow | undefined)
-    return row === undefined ? undefined : toKeyGrant(row)
-  }
-
-  async listApiKeys (): Promise<ApiKeyRecord[]> {
-    return this.guard(() => this.stmts.listKeys.all() as KeyRow[]).map(toApiKey)
-  }
-
-  async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    return (await this.writeNow(() => this.stmts.revokeKey.run({ at: at.toISOString(), id }))).changes > 0
-  }
-
-  async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
-    if (usedAt.size === 0) return
-    await this.touch([...usedAt].map(([id, at]) => [id, at.toISOString()]))
-  }
-
-  async countApiKeys (): Promise<number> {
-    return Number((this.guard(() => this.stmts.countKeys.get()) as { n: bigint }).n)
-  }
-
-  async getOrCreateSetting (name: string, create: () => string): Promise<string> {
-    return await this.writeNow(() => {
-      this.stmts.insertSetting.run(name, create())
-      return (this.stmts.getSetting.get(name) as { value: string }).value
-    })
   }
 
   startWriter (): void {
