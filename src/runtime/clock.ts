@@ -4,7 +4,7 @@
  * it: authentication (key expiry, scheduled revocation, the key cache's trust), the in-memory rate
  * windows, Idempotency-Key expiry and the getPet sunset. Tests hand the app a clock they move.
  * Timeouts, retry pacing and durations measured for logs or metrics keep their own timers: they
- * bound waits, they decide nothing a client sees.
+ * bound waits or describe them, and no answer depends on them.
  */
 export type Clock = () => number
 
