@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Argument, Command, Option } from 'commander'
 import { buildProgram } from '../src/cli/program.js'
+import { systemClock } from '../src/runtime/clock.js'
 import { EXIT_MEANINGS } from '../src/cli/exit.js'
 import { EnvSchema } from '../src/config/index.js'
 import { ERROR_CODES } from '../src/errors.js'
@@ -112,7 +113,7 @@ function commandSection (cmd: Command): string {
 }
 
 function cliReference (): string {
-  const program = buildProgram()
+  const program = buildProgram(systemClock)
   const sections: string[] = []
   const walk = (cmd: Command): void => {
     for (const sub of cmd.commands) {

@@ -6,6 +6,7 @@ import { describeFailure, describeListenFailure } from './runtime/describe-failu
 import { handOutFirstKey } from './services/first-key.js'
 import { openLog } from './logging/logger.js'
 import { buildMetricsApp, Metrics } from './observability/metrics.js'
+import { systemClock } from './runtime/clock.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
 import { openStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
@@ -49,7 +50,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   metrics.watchLogLinesDropped(log.dropped)
   let app: FastifyInstance
   try {
-    app = await buildApp({ config, store, metrics, logger: log.options, tracing })
+    app = await buildApp({ config, store, metrics, logger: log.options, tracing, now: systemClock })
     app.log.info(`store: ${describeLocation(config.database)}`)
   } catch (err) {
     await store.close().catch(() => {})

@@ -19,8 +19,8 @@ export class MemoryWindows {
 
   constructor (private readonly windowMs: number, private readonly maxKeys = 10000) {}
 
-  /** Counts one request of `key` now. */
-  hit (key: string, now = Date.now()): WindowCount {
+  /** Counts one request of `key` at `now` (ms, the app's clock). */
+  hit (key: string, now: number): WindowCount {
     let w = this.windows.get(key)
     if (w === undefined) {
       if (this.windows.size >= this.maxKeys) this.evict(now)

@@ -6,6 +6,7 @@ import { ApiKeyVerifier, missingScope, type KeyGrant, type KeyRefusal } from '..
 import { hasBody } from './before-body.js'
 import type { Metrics } from '../observability/metrics.js'
 import type { Store } from '../store/store.js'
+import type { Clock } from '../runtime/clock.js'
 import type { RateLimits } from './rate-limit.js'
 
 declare module 'fastify' {
@@ -146,7 +147,7 @@ function whenCounted (count: () => void | Promise<void>, done: HookHandlerDoneFu
  *    refused with 403, as an authenticated client: against its key's limit, not its address's.
  * All of it before the body is read: this is the scope's first onRequest hook.
  */
-function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atOnce: Admission, metrics: Metrics): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
+function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atOnce: Admission, metrics: Metrics, clock: Clock): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
   const knownKey = (request: FastifyRequest): boolean => {
     const token = bearerToken(request.headers.authorization)
     return token !== undefined && verifier.knownValid(token)
@@ -172,7 +173,7 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
     // received are parsed: a body whose framing is broken (a bad chunk) is answered 400 by the
     // parser's handler (client-errors.ts), not 401, 404 or 200 before it was seen.
     const done: HookHandlerDoneFunction = hasBody(request) ? (err?: Error) => { queueMicrotask(() => { next(err) }) } : next
-    const now = Date.now()
+    const now = clock()
     const admitted = atOnce.admit(request.headers.authorization, now, () => routeScope(request))
     if (admitted !== undefined) {
       authenticated(request, reply, admitted)
@@ -199,11 +200,11 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
  * (routes/v1.ts), so it runs before body parsing, validation or any lookup and nothing leaks to a
  * caller without a valid key. Owns the key verifier: its last-use times are flushed on close.
  */
-async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheTtlMs: number }): Promise<void> {
-  const verifier = new ApiKeyVerifier(opts.store, opts.keyCacheTtlMs)
+async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheTtlMs: number, now: Clock }): Promise<void> {
+  const verifier = new ApiKeyVerifier(opts.store, opts.keyCacheTtlMs, opts.now)
   const atOnce = admission(app.rateLimits, verifier)
   app.decorateRequest('apiKeyId', 0)
-  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce, app.metrics))
+  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce, app.metrics, opts.now))
   app.addHook('onClose', async () => { await verifier.close() })
 }
 

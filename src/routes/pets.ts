@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { answerRead, etagOf, refusePreconditions } from '../http/etag.js'
 import type { Metrics } from '../observability/metrics.js'
+import type { Clock } from '../runtime/clock.js'
 import {
   ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
   PetSchema, PetsSchema, type ListPetsQuery, type NewPet, type Pet
@@ -36,8 +37,8 @@ export interface PetRoutesOptions {
   cursors: CursorCodec
   getPetDeprecatedAt: Date
   getPetSunsetAt: Date
-  /** The clock, injectable so tests can move past the sunset. */
-  now: () => number
+  /** The app's clock: the sunset and Idempotency-Key expiry are judged by it. */
+  now: Clock
   metrics: Metrics
   /** How long an Idempotency-Key is remembered (at least 24 h). */
   idempotencyTtlMs: number

@@ -5,6 +5,7 @@ import idempotencyPurge from '../services/idempotency-purge.js'
 import { ALL_SCOPES, isScope, type Scope } from '../schemas/scopes.js'
 import { CursorCodec } from '../services/cursor.js'
 import { PetReads } from '../services/pet-reads.js'
+import type { Clock } from '../runtime/clock.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
 import petRoutes, { GETPET_DEPRECATED_AT, GETPET_SUNSET_AT } from './pets.js'
@@ -36,8 +37,8 @@ function requireScope (route: RouteOptions): void {
 export interface V1Options {
   config: Readonly<Config>
   store: Store
-  /** The clock (ms since epoch), injectable so tests can cross the getPet sunset. */
-  now: () => number
+  /** The app's clock: the getPet sunset and Idempotency-Key expiry are judged by it. */
+  now: Clock
 }
 
 /**

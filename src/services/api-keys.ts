@@ -1,5 +1,6 @@
 import crypto, { createHash, randomBytes } from 'node:crypto'
 import { ALL_SCOPES, type Scope } from '../schemas/scopes.js'
+import type { Clock } from '../runtime/clock.js'
 import type { ApiKeyGrant, ApiKeyRecord, Store } from '../store/store.js'
 
 /** Prefix of every key, so secret scanners can recognise a leaked one. */
@@ -109,6 +110,8 @@ export class ApiKeyVerifier {
   constructor (
     private readonly store: Store,
     private readonly ttlMs: number,
+    /** The clock expiry, revocation and the cache's trust are judged by. */
+    private readonly now: Clock,
     private readonly flushEveryMs = 5000,
     private readonly maxEntries = 10000
   ) {
@@ -125,7 +128,7 @@ export class ApiKeyVerifier {
   knownValid (key: string): boolean {
     if (!API_KEY_PATTERN.test(key)) return false
     const until = this.valid.get(hashApiKey(key))
-    return until !== undefined && until > Date.now()
+    return until !== undefined && until > this.now()
   }
 
   private rememberValid (hash: string, valid: boolean): void {
@@ -136,7 +139,7 @@ export class ApiKeyVerifier {
     // Re-inserted so the Map's order is least recently verified first: the first entry goes when full.
     this.valid.delete(hash)
     if (this.valid.size >= this.maxEntries) this.valid.delete(this.valid.keys().next().value!)
-    this.valid.set(hash, Date.now() + KNOWN_VALID_MS)
+    this.valid.set(hash, this.now() + KNOWN_VALID_MS)
   }
 
   /** The key's grant when it works now; why not otherwise. */
@@ -150,7 +153,7 @@ export class ApiKeyVerifier {
    * when the key works.
    */
   check (key: string): KeyVerdict | Promise<KeyVerdict> {
-    const now = Date.now()
+    const now = this.now()
     const hit = this.fresh(key, now)
     if (hit !== undefined) {
       const verdict = verdictAt(hit.grant, now)
@@ -200,7 +203,7 @@ export class ApiKeyVerifier {
       const hash = hashApiKey(key)
       const found = await this.store.findApiKeyByHash(hash)
       const grant = found === undefined ? undefined : toGrant(found)
-      const now = Date.now()
+      const now = this.now()
       this.rememberValid(hash, typeof verdictAt(grant, now) !== 'string')
       if (this.cache.size >= this.maxEntries) this.cache.clear()
       this.cache.set(key, { grant, expires: now + this.ttlMs })

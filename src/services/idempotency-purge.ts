@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify'
+import type { Clock } from '../runtime/clock.js'
 import type { Store } from '../store/store.js'
 
 export interface IdempotencyPurgeOptions {
   store: Pick<Store, 'purgeIdempotencyKeys'>
   /** How long an Idempotency-Key is remembered. */
   ttlMs: number
-  now: () => number
+  now: Clock
   everyMs?: number
 }
 

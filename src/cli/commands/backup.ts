@@ -1,6 +1,7 @@
 import { createReadStream, existsSync, mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type { Command } from 'commander'
+import type { Clock } from '../../runtime/clock.js'
 import { readLines } from '../../services/transfer/lines.js'
 import { AtomicFile } from '../../services/transfer/files.js'
 import { parseExport } from '../../services/transfer/parse.js'
@@ -18,7 +19,7 @@ async function verifyExportFile (path: string): Promise<string> {
   return file.petsSha256()
 }
 
-export function registerBackupCommand (program: Command): void {
+export function registerBackupCommand (program: Command, clock: Clock): void {
   program.command('backup')
     .summary('A verified copy of the live store at PATH')
     .description('A consistent, verified copy of the live DATABASE_URL store at PATH while servers keep serving. ' +
@@ -49,7 +50,7 @@ export function registerBackupCommand (program: Command): void {
       const reader = await openTransferReader(db, config)
       try {
         await file.ready()
-        const now = new Date()
+        const now = new Date(clock())
         const summary = await exportStore(reader, new LineSink(file.stream), { liveSince: now.getTime() - config.idempotencyTtlMs, now, progress: terminalProgress('backup') })
         await file.finish()
         const checked = await verifyExportFile(file.tmp)
