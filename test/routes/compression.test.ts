@@ -3,7 +3,8 @@ import { request } from 'node:http'
 import { describe, it } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import type { TestContext } from 'node:test'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import { createClient } from '../../packages/client/src/index.js'
+import { checkingFetch, startTestServer, type TestServer } from '../helpers/server.js'
 
 interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: Buffer }
 
@@ -182,6 +183,20 @@ describe('compressed answers (Accept-Encoding)', () => {
     assert.equal(pets.length, 31)
     assert.equal(pets.at(-1)?.name, 'Newcomer')
     assert.ok(decode(after).equals((await call(ts, newest)).body))
+  })
+
+  it('the typed client (fetch: asks for compression, decodes it) reads a compressed page as the identity one', async (t) => {
+    const ts = await serverWith(t, 101)
+    const codings: Array<string | null> = []
+    const recording: typeof fetch = async (input, init) => {
+      const res = await checkingFetch(input, init)
+      codings.push(res.headers.get('content-encoding'))
+      return res
+    }
+    const client = createClient({ baseUrl: ts.baseUrl, apiKey: ts.key, fetch: recording, onDeprecation: () => {} })
+    const page = await client.listPets({ limit: 100 })
+    assert.ok(codings[0] === 'gzip' || codings[0] === 'br', `fetch was answered compressed: ${codings[0]}`)
+    assert.deepEqual(JSON.parse(JSON.stringify(page.pets, (_k, v: unknown) => typeof v === 'bigint' ? Number(v) : v)), JSON.parse((await call(ts, FULL_PAGE)).body.toString()))
   })
 
   it('Vary keeps Origin when CORS is on', async (t) => {
