@@ -1,68 +1,35 @@
-import { hash } from 'node:crypto'
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import { headNoBody, ifMatchHolds, ifNoneMatchHits } from './etag.js'
-
-type Coding = 'br' | 'gzip' | 'identity'
-
-interface Representation { body: Buffer, etag: string }
-
-/** The q-value the Accept-Encoding header gives a coding (`*` counts for codings it does not name). */
-function qualityOf (header: string, coding: Coding): number {
-  let star: number | undefined
-  for (const part of header.split(',')) {
-    const [name = '', ...params] = part.split(';').map(p => p.trim().toLowerCase())
-    const q = params.find(p => p.startsWith('q='))
-    const value = q === undefined ? 1 : Number(q.slice(2))
-    const quality = Number.isFinite(value) ? value : 0
-    if (name === coding) return quality
-    if (name === '*') star = quality
-  }
-  // identity is acceptable unless refused by name or by `*;q=0` (RFC 9110 §12.5.3).
-  return star ?? (coding === 'identity' ? 1 : 0)
-}
-
-/** The coding to send: the client's most preferred of br and gzip; identity when it accepts neither. */
-export function negotiateCoding (header: string | undefined): Coding {
-  if (header === undefined) return 'identity'
-  const br = qualityOf(header, 'br')
-  const gzip = qualityOf(header, 'gzip')
-  if (br > 0 && br >= gzip) return 'br'
-  if (gzip > 0) return 'gzip'
-  return 'identity'
-}
+import { chooseCoding, codedOf, type Codable } from './content-coding.js'
+import { etagOf, headNoBody, ifMatchHolds, ifNoneMatchHits, varyOnCoding } from './etag.js'
 
 /**
  * A GET route for a document that is the same bytes for the life of the process (the OpenAPI
- * document): computed and compressed once, on first use, as gzip and brotli; each coding a
- * representation of its own with its own strong ETag; `Vary: Accept-Encoding`; revalidated
- * (`public, no-cache`); its preconditions evaluated as the API's reads do (RFC 9110 §13.2.2):
- * `If-Match` naming no current tag → 412, then `If-None-Match` naming it → 304.
- * Hand-written rather than @fastify/compress: that plugin compresses every response again on every
- * request and gives no coding-specific ETag; here the work is done once.
+ * document): rendered once, on first use; its codings negotiated as the API's reads are
+ * (http/content-coding.ts), each compressed once at the best settings (gzip 9, brotli 11: done once
+ * per process) on the first request for it and kept, with its own strong ETag (the identity tag
+ * with `-gzip` or `-br`); `Vary: Accept-Encoding`; revalidated (`public, no-cache`); its
+ * preconditions evaluated as the API's reads do (RFC 9110 §13.2.2): `If-Match` naming no tag of the
+ * current document → 412, then `If-None-Match` naming the chosen coding's tag → 304.
  */
 export function documentRoute (app: FastifyInstance, url: string, contentType: string, render: () => Promise<string>): void {
-  let representations: Promise<Record<Coding, Representation>> | undefined
-  const build = async (): Promise<Record<Coding, Representation>> => {
-    const identity = Buffer.from(await render())
-    const of = (body: Buffer): Representation => ({ body, etag: `"${hash('sha1', body, 'base64url')}"` })
-    return {
-      identity: of(identity),
-      gzip: of(gzipSync(identity, { level: 9 })),
-      br: of(brotliCompressSync(identity, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: identity.length } }))
-    }
+  let document: Promise<Codable & { body: Buffer }> | undefined
+  const build = async (): Promise<Codable & { body: Buffer }> => {
+    const body = Buffer.from(await render())
+    return { body, etag: etagOf(body), gzip: undefined, br: undefined }
   }
   app.get(url, { schema: { hide: true } }, async (request: FastifyRequest, reply: FastifyReply) => {
-    representations ??= build().catch((err: unknown) => {
-      representations = undefined // the next request tries again
+    document ??= build().catch((err: unknown) => {
+      document = undefined // the next request tries again
       throw err
     })
-    const coding = negotiateCoding(request.headers['accept-encoding'])
-    const { body, etag } = (await representations)[coding]
+    const identity = await document
+    const coding = chooseCoding(request.headers['accept-encoding'], identity.body.length)
+    const { body, etag } = coding === 'identity' ? identity : codedOf(identity, coding, true)
     const im = request.headers['if-match']
-    if (im !== undefined && !ifMatchHolds(im, etag)) throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this document')
-    reply.header('vary', 'Accept-Encoding').header('etag', etag).header('cache-control', 'public, no-cache')
+    if (im !== undefined && !ifMatchHolds(im, identity.etag)) throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this document')
+    varyOnCoding(reply)
+    reply.header('etag', etag).header('cache-control', 'public, no-cache')
     const inm = request.headers['if-none-match']
     if (inm !== undefined && ifNoneMatchHits(inm, etag)) return reply.code(304).send(headNoBody(request))
     if (coding !== 'identity') reply.header('content-encoding', coding)

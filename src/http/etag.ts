@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { Representation } from '../services/pet-reads.js'
 import { JSON_TYPE } from './media-types.js'
+import { chooseCoding, codedOf, identityTag, type Codable } from './content-coding.js'
 
 /** The entity tags of an If-Match / If-None-Match list (`*` stays `*`), each with or without W/. */
 function tags (header: string): string[] {
@@ -17,10 +18,21 @@ export function ifNoneMatchHits (header: string, etag: string): boolean {
   return tags(header).some(tag => (tag.startsWith('W/') ? tag.slice(2) : tag) === etag)
 }
 
-/** Whether an If-Match value holds for this entity tag (RFC 9110 §13.1.1: strong comparison, or *). */
+/**
+ * Whether an If-Match value holds for the identity entity tag `etag` (RFC 9110 §13.1.1: strong
+ * comparison, or *). The tag of any coding of the same content holds too (`"abc-gzip"` for `"abc"`):
+ * If-Match asks whether the resource changed, and a content coding is not a change, so a client
+ * may send whichever tag it last received, whatever Accept-Encoding it sends now.
+ */
 export function ifMatchHolds (header: string, etag: string): boolean {
   if (header.trim() === '*') return true
-  return tags(header).some(tag => tag === etag)
+  return tags(header).some(tag => identityTag(tag) === etag)
+}
+
+/** Adds Accept-Encoding to the reply's Vary, after any other field (CORS adds Origin). */
+export function varyOnCoding (reply: FastifyReply): void {
+  const vary = reply.getHeader('vary')
+  reply.header('vary', vary === undefined ? 'Accept-Encoding' : `${String(vary)}, Accept-Encoding`)
 }
 
 /**
@@ -58,28 +70,37 @@ export const REVALIDATE = 'private, no-cache'
 
 /**
  * The answer to a read of `rep`: status and headers
- * set on `reply`, the body to send returned (undefined for a 304, which has none). The ETag is the
- * representation's own (computed once, when it was made), and caches must revalidate it. The
+ * set on `reply`, the body to send returned (undefined for a 304, which has none). The body and
+ * ETag are those of the coding Accept-Encoding chooses (http/content-coding.ts): the identity ones
+ * computed once, when the representation was made, a compressed one on the first request for it,
+ * then kept on the representation (`made` is told, for the read cache's accounting); caches must
+ * revalidate it, and `Vary: Accept-Encoding` is on every answer, identity ones too. The
  * preconditions of RFC 9110 §13.2.2, in its order:
  * 1. `If-Match` that names no current tag → 412 `precondition_failed`, thrown (a client that holds
  *    an old representation learns it is stale instead of reading a newer one as if it were its own);
- * 2. `If-None-Match` that names the current tag → 304, without Content-Type or body.
+ *    the tag of any coding of the current content holds (ifMatchHolds);
+ * 2. `If-None-Match` that names the current tag of the chosen coding → 304, without Content-Type or
+ *    body (a cache holding the gzip answer revalidates with its `-gzip` tag and sends gzip again).
  * `If-Modified-Since` and `If-Unmodified-Since` are ignored: no response carries Last-Modified
  * (RFC 9110 §13.1.3–13.1.4: a recipient ignores them then).
  */
-export function answerRead (headers: IncomingHttpHeaders, reply: FastifyReply, rep: Representation): string | undefined {
+export function answerRead (headers: IncomingHttpHeaders, reply: FastifyReply, rep: Representation, made?: (rep: Codable) => void): string | Buffer | undefined {
   const im = headers['if-match']
   if (im !== undefined && !ifMatchHolds(im, rep.etag)) {
     throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this resource: it changed since it was read')
   }
-  reply.header('etag', rep.etag)
+  const coding = chooseCoding(headers['accept-encoding'], rep.bytes)
+  const coded = coding === 'identity' ? rep : codedOf(rep, coding, false, made)
+  reply.header('etag', coded.etag)
   if (rep.link !== undefined) reply.header('link', rep.link)
   reply.header('cache-control', REVALIDATE)
+  varyOnCoding(reply)
   const inm = headers['if-none-match']
-  if (inm !== undefined && ifNoneMatchHits(inm, rep.etag)) {
+  if (inm !== undefined && ifNoneMatchHits(inm, coded.etag)) {
     reply.code(304)
     return undefined
   }
   reply.header('content-type', JSON_TYPE)
-  return rep.body
+  if (coding !== 'identity') reply.header('content-encoding', coding)
+  return coded.body
 }

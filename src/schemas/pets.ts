@@ -93,6 +93,9 @@ export const ConditionalReadHeadersSchema = Type.Object({
     description: 'Entity tags the client holds (`"…"`, `W/"…"` or `*`, comma-separated): when one names the current ETag the answer is 304 with no body. Any other value is simply no match.'
   })),
   'if-match': Type.Optional(Type.String({
-    description: 'Entity tags (`"…"` or `*`, comma-separated) the representation must still have (strong comparison): when none names the current ETag the answer is 412 `precondition_failed`, so a client holding an old copy learns it is stale.'
+    description: 'Entity tags (`"…"` or `*`, comma-separated) the representation must still have (strong comparison): when none names the current ETag the answer is 412 `precondition_failed`, so a client holding an old copy learns it is stale. The tag of any content coding of the current representation holds (`"…-gzip"`, `"…-br"`): a coding is not a change.'
+  })),
+  'accept-encoding': Type.Optional(Type.String({
+    description: 'Content codings the client accepts (RFC 9110 §12.5.3, q-values, `identity` and `*` included): the body is sent `gzip` or `br` (`Content-Encoding`), the client\'s preferred of them, br on a tie, when it is 1024 bytes or more (any size when identity is refused); smaller bodies, and any body when neither is accepted, are sent as they are. Each coding has its own ETag.'
   }))
 })

@@ -29,10 +29,12 @@
  * requests (304) all run on every request.
  *
  * Memory is bounded by READ_CACHE_MAX_MB: each entry counts its body (a byte a character, two when
- * it is not pure ASCII), its Link and ENTRY_OVERHEAD, and the least recently used entries go first
+ * it is not pure ASCII), its Link, its compressed forms (gzip, br: made on the first request for
+ * each, http/content-coding.ts) and ENTRY_OVERHEAD, and the least recently used entries go first
  * (lru-cache).
  */
 import { LRUCache } from 'lru-cache'
+import type { Codable, Coded } from '../http/content-coding.js'
 import type { Metrics } from '../observability/metrics.js'
 import type { Pet, PetStatus } from '../schemas/pets.js'
 import { type ListPetsParams, petReadsNow, type Store } from '../store/store.js'
@@ -42,12 +44,17 @@ import { type ListPetsParams, petReadsNow, type Store } from '../store/store.js'
  * (listPets) the Link to the next page. The body is kept as the string the serializer made: Node
  * writes a string body and the head in one piece, and a string lives in V8's heap, where an evicted
  * entry is freed whole (a small Buffer is a slice of a shared 8 KiB slab, held while any slice lives).
+ * `gzip` and `br` are its compressed forms, each made on the first request that asks for it and
+ * kept (buffers that own exactly their bytes); `key` is its cache key once kept.
  */
-export interface Representation {
+export interface Representation extends Codable {
   body: string
   bytes: number
   etag: string
   link: string | undefined
+  gzip?: Coded | undefined
+  br?: Coded | undefined
+  key?: string | undefined
 }
 
 export interface PageQuery {
@@ -65,13 +72,19 @@ export interface PageQuery {
  */
 export const ENTRY_OVERHEAD = 384
 
+/** What a compressed form costs beyond its bytes: its Buffer and backing store objects, its tag string, its object. */
+export const CODED_OVERHEAD = 256
+
+const codedSize = (coded: Coded | undefined): number => coded === undefined ? 0 : coded.body.length + CODED_OVERHEAD
+
 /**
  * An entry's accounted size. V8 keeps a string of Latin-1 characters at a byte each and any other at
  * two bytes a character, so a body that is not pure ASCII (its UTF-8 length differs from its length)
  * counts two bytes a character.
  */
 const sizeOf = (rep: Representation): number =>
-  (rep.bytes === rep.body.length ? rep.bytes : 2 * rep.body.length) + (rep.link?.length ?? 0) + ENTRY_OVERHEAD
+  (rep.bytes === rep.body.length ? rep.bytes : 2 * rep.body.length) + (rep.link?.length ?? 0) + ENTRY_OVERHEAD +
+  codedSize(rep.gzip) + codedSize(rep.br)
 
 /** Makes a listPets representation from the page's pets and, when more follow, the last of them. */
 export type PageRender = (pets: Pet[], last: Pet | undefined) => Representation
@@ -148,7 +161,21 @@ export class PetReads {
   }
 
   private keep (key: string, rep: Representation): Representation {
-    this.cache?.set(key, rep)
+    if (this.cache === undefined) return rep
+    rep.key = key
+    this.cache.set(key, rep)
     return rep
+  }
+
+  /**
+   * Told when a compressed form was added to `rep` (answerRead): a kept entry is accounted again
+   * (lru-cache sizes an entry when it is set, so it is taken out and set again; the least recently
+   * used others go when the bound is passed). A representation not (or no longer) kept is left alone.
+   */
+  readonly grew = (rep: Codable): void => {
+    const { key } = rep as Representation
+    if (key === undefined || this.cache?.peek(key) !== rep) return
+    this.cache.delete(key)
+    this.cache.set(key, rep as Representation)
   }
 }

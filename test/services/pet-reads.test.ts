@@ -145,10 +145,10 @@ describe('PetReads memory bound', () => {
       for (let i = 0; i < n; i += 1000) {
         await Promise.all(Array.from({ length: 1000 }, (_, j) => store.createPet({ name: (i + j) % 10 === 0 ? `Zoë 🐕 ${i + j}` : `pet-${i + j}`, categoryId: BigInt(i + j), status: 'available' })))
       }
-      // Representations shaped as the routes make them: a JSON body, its SHA-1 ETag and (a page) a Link.
+      // Representations shaped as the routes make them: a JSON body, its SHA-1 ETag, (a page) a Link, and room for compressed forms.
       const real = (pets: Pet | Pet[], last?: Pet): Representation => {
         const r = render(pets, last)
-        return { ...r, etag: etagOf(r.body), link: last === undefined ? undefined : `</v1/pets?limit=20&cursor=${'c'.repeat(43)}>; rel="next"` }
+        return { ...r, etag: etagOf(r.body), link: last === undefined ? undefined : `</v1/pets?limit=20&cursor=${'c'.repeat(43)}>; rel="next"`, gzip: undefined, br: undefined, key: undefined }
       }
       setFlagsFromString('--expose-gc')
       const gc = runInNewContext('gc') as () => void
