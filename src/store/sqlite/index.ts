@@ -33,12 +33,9 @@ export interface SqliteStoreOptions {
   synchronous: SynchronousLevel
 }
 
-/**
- * Least time between the starts of two flushed create batches, so that one WAL flush carries what
- * arrived meanwhile; a create that finds no batch started within it is committed at once.
- */
+/** See GroupCommitOptions.minIntervalMs. */
 const FLUSH_INTERVAL_MS = 5
-/** Creates waiting that start a batch at once: below a busy client pool, so one batch flushes while the next is received. */
+/** Below a busy client pool, so one batch flushes while the next is received. */
 const FULL_BATCH = 32
 /** About SQLite's default autocheckpoint size. */
 const CHECKPOINT_EVERY_COMMITS = 200
