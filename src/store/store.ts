@@ -40,6 +40,7 @@ export interface IdempotencyKey {
   key: string
   /** SHA-256 (hex) of the normalized request. */
   fingerprint: string
+  /** Stored as the record's createdAt. */
   now: Date
   expiredBefore: Date
 }
