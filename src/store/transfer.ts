@@ -4,8 +4,7 @@ import type { TransferReader, TransferWriter } from './transfer/contract.js'
 
 export type { RecordOrigin, TransferReader, TransferWriter } from './transfer/contract.js'
 
-// Each store's transfer module is loaded only for a location of its kind: a SQLite export does not
-// load `pg`, a PostgreSQL one does not load better-sqlite3.
+// Each store's transfer module is loaded only for a location of its kind.
 
 /** Opens a reader on the store at `location` (applying pending migrations first, as every command does). */
 export async function openTransferReader (location: DatabaseLocation, config: StoreConfig): Promise<TransferReader> {

@@ -151,8 +151,7 @@ export class PostgresTransferWriter implements TransferWriter {
 
   async begin (): Promise<Counts> {
     await guard(() => this.client.query('BEGIN'))
-    // The connection sends no startup parameters (see connection.ts): the import's commit is durable
-    // whatever the server's or the role's default.
+    // Durable whatever the server's or the role's default (see txPrologue).
     await guard(() => this.client.query('SET LOCAL synchronous_commit = on'))
     // The service's pet insert lock too, so no create of a running server interleaves with the ids written here.
     await guard(() => this.client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()]))

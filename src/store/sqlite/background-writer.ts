@@ -4,23 +4,16 @@ import type { SynchronousLevel } from './connection.js'
 import type { Gone, StoreFileIdentity } from './store-file.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
 
-// Defined by the production bundle (scripts/bundle.mjs): the compiled writer entry, relative to the bundle's chunk.
+// Set by the production bundle (scripts/bundle.mjs).
 declare const PETSTORE_WRITER_ENTRY: string | undefined
 
-/**
- * The writer thread's entry: next to this module (dist/store/sqlite/ as compiled; src/ under tsx, in
- * tests and `npm run dev`, where the thread registers tsx first), or, from the bundle, the compiled file.
- */
+/** Beside this module, or the bundle's compiled file; under tsx the thread registers tsx first. */
 function writerEntry (): URL {
   if (typeof PETSTORE_WRITER_ENTRY === 'string') return new URL(PETSTORE_WRITER_ENTRY, import.meta.url)
   return new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
 }
 
-/**
- * Sends write batches to the writer thread and matches the answers. The thread is started by
- * start() or by the first write, whichever comes first. Requests sent while it is still starting wait
- * in its message port; if it cannot start, they fail as unavailable (503).
- */
+/** Started by start() or the first write; if it cannot start, requests fail as unavailable. */
 export class WorkerWriter {
   private worker: Worker | undefined
   private nextId = 1
@@ -54,7 +47,6 @@ export class WorkerWriter {
     return worker
   }
 
-  /** StoreUnavailableError once the thread has stopped (or the store is closing), else undefined. */
   stopped (): StoreUnavailableError | undefined {
     if (this.dead !== undefined) return new StoreUnavailableError('the database writer stopped', { cause: this.dead })
     if (this.closed) return new StoreUnavailableError('the database writer stopped')
@@ -72,10 +64,7 @@ export class WorkerWriter {
     })
   }
 
-  /**
-   * Resolves once the thread is up (starting it if need be); StoreUnavailableError once it has
-   * stopped or could not start, or while it is still starting after `waitMs`.
-   */
+  /** StoreUnavailableError once stopped, or while still starting after `waitMs`. */
   async ready (waitMs: number): Promise<void> {
     if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
     this.start()

@@ -1,24 +1,19 @@
 import type { PetStatus } from '../../schemas/pets.js'
 import type { Scope } from '../../schemas/scopes.js'
 
-/*
- * The records a whole-store read yields and a whole-store write takes (export, import, copy): one
- * per row, in the types the export format writes (services/transfer/format.ts). They live with the
- * store, which produces and consumes them; the format's lines are built above it.
- */
+/* One record per row, in the types the export format writes (services/transfer/format.ts). */
 
-/** How many rows of each kind a store holds. */
 export interface Counts { settings: number, apiKeys: number, pets: number, idempotencyKeys: number }
 
 export interface SettingRecord { type: 'setting', name: string, value: string }
-/** An API key as the store holds it: the SHA-256 hash, never the secret (the store never has it). */
+/** The hash, never the secret (the store never has it). */
 export interface ApiKeyRecordLine {
   type: 'apiKey'
   id: number
   name: string
   hash: string
   scopes: Scope[]
-  /** Milliseconds since the epoch. */
+  /** Epoch ms, as every time here. */
   createdAt: number
   expiresAt: number | null
   lastUsedAt: number | null
@@ -36,7 +31,6 @@ export interface IdempotencyRecord {
 
 export type DataRecord = SettingRecord | ApiKeyRecordLine | PetRecord | IdempotencyRecord
 
-/** A failure tied to a line of an import file; the CLI prints it as `line N: problem`. */
 export class TransferLineError extends Error {
   constructor (readonly line: number, problem: string) {
     super(`line ${line}: ${problem}`)
@@ -44,10 +38,7 @@ export class TransferLineError extends Error {
   }
 }
 
-/**
- * The error for a record the target store refused: `unique` when it collides with what is there,
- * `reference` when an Idempotency-Key names a key or pet that is neither in the file nor the store.
- */
+/** `reference`: an Idempotency-Key names a key or pet in neither the file nor the store. */
 export function recordRefused (r: DataRecord, origin: number | undefined, kind: 'unique' | 'reference'): Error {
   const what = r.type === 'pet'
     ? `pet id ${r.id} is already in the target store`
