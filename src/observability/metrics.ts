@@ -107,6 +107,7 @@ export class Metrics {
   private readonly series = new Map<string | undefined, Map<string, Map<number, RouteSeries>>>()
   private readonly getPetCalls = new Map<number, Tally>()
   private built: Registry | undefined
+  private delays: IntervalHistogram | undefined
 
   constructor (private readonly store: Pick<Store, 'poolStats' | 'namedStatements'>, private readonly opts: { processMetrics?: boolean } = {}) {}
 
@@ -251,8 +252,7 @@ export class Metrics {
       // without a sample (before the first, and again when scraped twice within its 10 ms
       // resolution) has a min of 2^63 ns and a mean of NaN. The same gauges, reading a histogram of
       // ours, leave out their series then: a value no loop had is worse than no value.
-      const delays = monitorEventLoopDelay()
-      delays.enable()
+      const delays = this.eventLoopDelays()
       for (const [stat, help, read] of LOOP_DELAY_GAUGES) {
         const name = `petstore_nodejs_eventloop_lag_${stat}_seconds`
         registry.removeSingleMetric(name)
@@ -271,6 +271,27 @@ export class Metrics {
       }
     }
     return registry
+  }
+
+  /**
+   * With process metrics, starts sampling the event-loop delay (else it starts on the first scrape):
+   * the metrics listener starts it with itself, so that its first scrape has samples.
+   */
+  startSampling (): void {
+    if (this.opts.processMetrics === true) this.eventLoopDelays()
+  }
+
+  private eventLoopDelays (): IntervalHistogram {
+    if (this.delays === undefined) {
+      this.delays = monitorEventLoopDelay()
+      this.delays.enable()
+    }
+    return this.delays
+  }
+
+  /** Stops sampling the event-loop delay (the metrics listener closed). */
+  stopEventLoopDelays (): void {
+    this.delays?.disable()
   }
 
   /** Where the read cache gauges read its size. */
@@ -325,6 +346,8 @@ export class Metrics {
 /** GET /metrics (Prometheus text format) on a listener separate from the API, so it is never public by accident. */
 export function buildMetricsApp (metrics: Metrics): FastifyInstance {
   const app = Fastify({ logger: false })
+  metrics.startSampling()
+  app.addHook('onClose', async () => { metrics.stopEventLoopDelays() })
   app.get('/metrics', async (_request, reply) => {
     const registry = metrics.snapshot()
     reply.header('content-type', registry.contentType)
