@@ -1,7 +1,6 @@
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config/index.js'
-import { requestLogger } from './logging/request-logger.js'
 import bearerAuth from './plugins/auth.js'
 import beforeBody from './plugins/before-body.js'
 import { clientErrorHandler } from './http/client-errors.js'
@@ -114,8 +113,6 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
         },
     // One line per request, written by the observability plugin with what an operator needs and nothing secret.
     logController: new LogController({ disableRequestLogging: true }),
-    // request.log made only when something logs through it (request-logger.ts).
-    ...(logger === false ? {} : { childLoggerFactory: requestLogger }),
     bodyLimit: config.bodyLimit,
     // Off on purpose: with it set, Fastify takes any X-Request-Id as-is; the requestId plugin keeps only well-formed ones.
     requestIdHeader: false,

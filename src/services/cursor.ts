@@ -1,4 +1,5 @@
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import { PET_STATUSES, type PetStatus } from '../schemas/pets.js'
 
 /*
@@ -15,10 +16,11 @@ const NO_STATUS = 0
 const MEMO_SIZE = 4096
 
 export class CursorCodec {
-  // Both maps hold only what this codec computed itself: a cursor is remembered only after its MAC
-  // checked out, so a remembered cursor is exactly as trustworthy as a freshly verified one.
-  private readonly encoded = new Map<string, string>()
-  private readonly verified = new Map<string, { lastId: bigint, status: number }>()
+  // Both caches (least recently used out first) hold only what this codec computed itself: a cursor
+  // is remembered only after its MAC checked out, so a remembered cursor is exactly as trustworthy as
+  // a freshly verified one.
+  private readonly encoded = new LRUCache<string, string>({ max: MEMO_SIZE })
+  private readonly verified = new LRUCache<string, { lastId: bigint, status: number }>({ max: MEMO_SIZE })
 
   // A KeyObject made once: createHmac with a Buffer key builds one per call, which is most of the cost
   // of an HMAC (a list miss computes one or two).
@@ -33,7 +35,7 @@ export class CursorCodec {
     let cursor = this.encoded.get(key)
     if (cursor === undefined) {
       cursor = this.compute(lastId, status)
-      remember(this.encoded, key, cursor)
+      this.encoded.set(key, cursor)
     }
     return cursor
   }
@@ -59,7 +61,7 @@ export class CursorCodec {
       if (buf.toString('base64url') !== cursor) return undefined
       if (!timingSafeEqual(this.mac(buf.subarray(0, 10)), buf.subarray(10))) return undefined
       known = { lastId: buf.readBigInt64BE(1), status: buf.readUInt8(9) }
-      remember(this.verified, cursor, known)
+      this.verified.set(cursor, known)
     }
     const expected = status === undefined ? NO_STATUS : PET_STATUSES.indexOf(status) + 1
     return known.status === expected ? known.lastId : undefined
@@ -68,9 +70,4 @@ export class CursorCodec {
   private mac (data: Buffer): Buffer {
     return createHmac('sha256', this.key).update(data).digest().subarray(0, MAC_BYTES)
   }
-}
-
-function remember<V> (memo: Map<string, V>, key: string, value: V): void {
-  if (memo.size >= MEMO_SIZE) memo.delete(memo.keys().next().value!)
-  memo.set(key, value)
 }

@@ -25,7 +25,7 @@ const ids = (rep: Representation | undefined) => (JSON.parse(String(rep?.body)) 
 /** The read cache series of a registry, e.g. { 'hits_total:pet': 1, bytes: 600 } (those that are not 0). */
 async function counts (metrics: Metrics): Promise<Record<string, number>> {
   const out: Record<string, number> = {}
-  for (const m of await metrics.registry.getMetricsAsJSON()) {
+  for (const m of await metrics.snapshot().getMetricsAsJSON()) {
     if (!m.name.startsWith('petstore_read_cache_')) continue
     for (const v of m.values) {
       if (v.value !== 0) out[`${m.name.slice('petstore_read_cache_'.length)}${v.labels.kind === undefined ? '' : `:${String(v.labels.kind)}`}`] = v.value
