@@ -36,7 +36,7 @@ export const Headers = {
   etag: header('Strong entity tag of this representation, one per content coding (the identity tag with `-gzip` or `-br` inside the quotes for a compressed body); send it back in `If-None-Match` to get 304 when nothing changed.', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
   etagNotModified: header('The entity tag the client already holds (that of the content coding this request chose).', { pattern: '^"[A-Za-z0-9_-]+"$', 'x-required': true }),
   contentEncoding: header('`gzip` or `br` when the body is compressed as the request\'s `Accept-Encoding` asked: bodies of 1024 bytes or more, or any body when identity is refused (`identity;q=0`). Absent for a body sent as it is.', { pattern: '^(gzip|br)$', example: 'gzip' }),
-  vary: header('`Accept-Encoding` (after `Origin` when CORS is on): the body, its coding and its ETag depend on the request\'s `Accept-Encoding`.', { pattern: '(^|, )Accept-Encoding$', example: 'Accept-Encoding', 'x-required': true }),
+  vary: header('The request headers the answer depends on: `Accept-Encoding` on the reads and the documents (the body, its coding and its ETag; after `Origin` when CORS is on), `Accept` on GET / (JSON or HTML).', { pattern: '(^|, )(Accept-Encoding|Accept)$', example: 'Accept-Encoding', 'x-required': true }),
   cacheControl: header('Caches must revalidate (the answer depends on the API key); other answers say `no-store`.', { example: 'private, no-cache' }),
   idempotentReplayed: header('`true` when this 201 replays the answer to an earlier request with the same `Idempotency-Key`.', { pattern: '^true$' }),
   rateLimit: header('Quota left in this window: `"key"` per API key, `"address"` per client address (IETF RateLimit draft).', { example: '"key";r=5999;t=60' }),
