@@ -279,7 +279,7 @@ const HEALTH_BODY = '{"status":"ok"}'
 async function coldStartOnce (args, env, readiness) {
   const port = await freePort()
   const started = process.hrtime.bigint()
-  const child = session.spawn(process.execPath, [...args(port)], { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'], env: { PATH: process.env.PATH, SHUTDOWN_DELAY_MS: '0', ...env(port) } })
+  const child = session.spawn(process.execPath, [...args(port)], { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'], env: { PATH: process.env.PATH, SHUTDOWN_DRAIN_MS: '0', ...env(port) } })
   await waitReady(port, '/healthz', 30000)
   const healthMs = Number(process.hrtime.bigint() - started) / 1e6
   const cpuMs = cpuSeconds([child.pid]) * 1000

@@ -13,7 +13,7 @@ import type { Argument, Command, Option } from 'commander'
 import { buildProgram } from '../src/cli/program.js'
 import { systemClock } from '../src/runtime/clock.js'
 import { EXIT_MEANINGS } from '../src/cli/exit.js'
-import { EnvSchema } from '../src/config/index.js'
+import { EnvSchema, RENAMED_SETTINGS } from '../src/config/index.js'
 import { ERROR_CODES } from '../src/errors.js'
 import { Metrics } from '../src/observability/metrics.js'
 
@@ -59,6 +59,13 @@ copy [\`.env.example\`](../../.env.example) (every variable, commented out at it
 with \`set -a; . ./.env; set +a\`.
 
 ${table(['Variable', 'Default', 'Allowed', 'Meaning'], envProperties().map(([name, p]) => [`\`${name}\``, defaultOf(p), allowed(p), p.description ?? '']))}
+
+## Renamed settings
+
+Still read by their old name for one minor version after the rename (the start logs a warning
+naming the new one; setting both is refused). See CHANGELOG.md, "Deprecated".
+
+${table(['Old name', 'New name'], Object.entries(RENAMED_SETTINGS).map(([old, now]) => [`\`${old}\``, `\`${now}\``]))}
 `
 }
 

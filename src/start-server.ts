@@ -15,7 +15,7 @@ import { startTracing, type Tracing } from './observability/tracing.js'
 
 /**
  * The service's start: config → tracing → store → app → listen (API, and /metrics on its own port).
- * Shutdown (runtime/stop-signals.ts says what asks for it): on SIGTERM first SHUTDOWN_DELAY_MS of
+ * Shutdown (runtime/stop-signals.ts says what asks for it): on SIGTERM first SHUTDOWN_DRAIN_MS of
  * readiness 503 while serving; then stop accepting, let in-flight requests finish (at most
  * SHUTDOWN_TIMEOUT_MS), close the store last, exit 0. A start-up failure is one line and exit 1.
  */
@@ -52,6 +52,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   try {
     app = await buildApp({ config, store, metrics, logger: log.options, tracing, now: systemClock })
     app.log.info(`store: ${describeLocation(config.database)}`)
+    for (const [old, now] of config.renamedSettings) app.log.warn({ setting: old, renamed: now }, `${old} is deprecated: it is read as ${now}, its new name; rename it before the next minor version`)
   } catch (err) {
     await store.close().catch(() => {})
     await log.end()
@@ -60,15 +61,15 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
 
   // The grace period covers the drain and then SHUTDOWN_TIMEOUT_MS for in-flight requests.
-  onStopRequest({ delayMs: config.shutdownDelayMs + config.shutdownTimeoutMs, launcher: config.stopWithLauncher ? launcher : undefined, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, launcherExited, err }) => {
+  onStopRequest({ delayMs: config.shutdownDrainMs + config.shutdownTimeoutMs, launcher: config.stopWithLauncher ? launcher : undefined, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, launcherExited, err }) => {
     if (err !== undefined) {
       app.log.error({ err }, 'shutting down after an uncaught error')
     } else {
       // SIGTERM is how orchestrators stop an instance: drain first. SIGINT is a person at a terminal:
       // at once. A launcher that ended (runtime/stop-signals.ts) gets what its SIGTERM would have.
-      if ((signal === 'SIGTERM' || launcherExited === true) && config.shutdownDelayMs > 0) {
-        app.log.info({ signal, launcherExited, delayMs: config.shutdownDelayMs }, 'shutting down: draining (readiness 503, still serving)')
-        await app.drain(config.shutdownDelayMs)
+      if ((signal === 'SIGTERM' || launcherExited === true) && config.shutdownDrainMs > 0) {
+        app.log.info({ signal, launcherExited, delayMs: config.shutdownDrainMs }, 'shutting down: draining (readiness 503, still serving)')
+        await app.drain(config.shutdownDrainMs)
       }
       app.log.info({ signal, launcherExited }, 'shutting down: finishing in-flight requests')
     }

@@ -26,6 +26,18 @@ describe('loadConfig', () => {
     assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:rel/p.db' }, '/x').database, { kind: 'sqlite', path: '/x/rel/p.db' })
   })
 
+  it('reads a renamed setting by its old name, says so, and refuses both names at once', () => {
+    const old = loadConfig({ SHUTDOWN_DELAY_MS: '2500' }, '/x')
+    assert.equal(old.shutdownDrainMs, 2500)
+    assert.deepEqual(old.renamedSettings, [['SHUTDOWN_DELAY_MS', 'SHUTDOWN_DRAIN_MS']])
+    const now = loadConfig({ SHUTDOWN_DRAIN_MS: '2500' }, '/x')
+    assert.equal(now.shutdownDrainMs, 2500)
+    assert.deepEqual(now.renamedSettings, [])
+    assert.equal(loadConfig({}, '/x').shutdownDrainMs, 5000)
+    assert.throws(() => loadConfig({ SHUTDOWN_DELAY_MS: 'x' }, '/x'), (e: unknown) => e instanceof ConfigError && /SHUTDOWN_DRAIN_MS/.test(e.message))
+    assert.throws(() => loadConfig({ SHUTDOWN_DELAY_MS: '1', SHUTDOWN_DRAIN_MS: '1' }, '/x'), (e: unknown) => e instanceof ConfigError && /SHUTDOWN_DELAY_MS: renamed SHUTDOWN_DRAIN_MS/.test(e.message))
+  })
+
   it('throws a ConfigError naming the variable for every bad value', async (t) => {
     const bad: Array<[string, string]> = [
       ['PORT', 'abc'], ['PORT', ''], ['PORT', '1.5'], ['PORT', '70000'], ['PORT', '-1'], ['PORT', '80 80'],

@@ -34,7 +34,7 @@ const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'Longest time to receive a whole request; lower it to drop slow senders sooner.' }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 72000, description: 'How long an idle keep-alive connection is kept; keep it above the load balancer\'s idle timeout, so the balancer never reuses a connection this server closed.' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000, description: 'On SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.' }),
-  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600000, default: 5000, description: 'On SIGTERM, how long the instance keeps serving with /readyz answering 503 (so load balancers take it out of rotation) before it stops accepting connections; 0: stop at once. SIGINT does not wait.' }),
+  SHUTDOWN_DRAIN_MS: Type.Integer({ minimum: 0, maximum: 600000, default: 5000, description: 'On SIGTERM, how long the instance keeps serving with /readyz answering 503 (so load balancers take it out of rotation) before it stops accepting connections; 0: stop at once. SIGINT does not wait.' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000, description: 'Longest time to receive the request headers (slow-header clients are cut with 408).' }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000, description: 'Requests per API key per window; 0 turns the per-key limit off.' }),
   RATE_LIMIT_WINDOW_MS: Type.Integer({ minimum: 1000, maximum: 86400000, default: 60000, description: 'Length of the rate-limit window.' }),
@@ -95,7 +95,9 @@ export interface Config {
   keepAliveTimeoutMs: number
   shutdownTimeoutMs: number
   /** SIGTERM: readiness 503 for this long, still serving, before closing (rolling restart). */
-  shutdownDelayMs: number
+  shutdownDrainMs: number
+  /** Old names the environment used, each with the name it now has (logged at start). */
+  renamedSettings: ReadonlyArray<readonly [string, string]>
   /**
    * Started by npm (`npm start`, `npm run dev`, `npx petstore serve`: npm sets npm_lifecycle_event):
    * the end of the process that launched it stops the server as SIGTERM does (src/runtime/stop-signals.ts).
@@ -212,8 +214,28 @@ function firstKeyFile (value: string | undefined, db: DatabaseLocation, cwd: str
   return join(PROJECT_ROOT, 'data', 'first-api-key.txt')
 }
 
+/**
+ * Settings renamed in 1.x, old name → new name: the old name is still read, for one minor version
+ * after the rename (CHANGELOG.md, "Deprecated"), and the start logs which to change.
+ */
+export const RENAMED_SETTINGS: Readonly<Record<string, string>> = { SHUTDOWN_DELAY_MS: 'SHUTDOWN_DRAIN_MS' }
+
+function withRenamedSettings (env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv, renamedSettings: Array<readonly [string, string]> } {
+  const out = { ...env }
+  const renamedSettings: Array<readonly [string, string]> = []
+  for (const [old, now] of Object.entries(RENAMED_SETTINGS)) {
+    if (env[old] === undefined) continue
+    if (env[now] !== undefined) throw new ConfigError(`${old}: renamed ${now}, which is set too; set only ${now}`)
+    out[now] = env[old]
+    delete out[old]
+    renamedSettings.push([old, now])
+  }
+  return { env: out, renamedSettings }
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
-export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
+export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
+  const { env, renamedSettings } = withRenamedSettings(given)
   const { values, errors } = checkEnv(EnvSchema, env)
   if (errors.length > 0) throw new ConfigError(errors.join(', '))
   const e = values as Env
@@ -239,7 +261,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    renamedSettings,
     stopWithLauncher: env.npm_lifecycle_event !== undefined,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     rateLimit: Object.freeze({ max: e.RATE_LIMIT_MAX, anonMax: e.RATE_LIMIT_ANON_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS }),

@@ -177,7 +177,7 @@ async function modulesAfterRequests (env: Record<string, string>): Promise<strin
     execFile(process.execPath, ['--input-type=module', '-e', script], {
       cwd: ROOT,
       timeout: 30_000,
-      env: childEnv({ PORT: port, HOST: '127.0.0.1', LOG_LEVEL: 'warn', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0', ...env })
+      env: childEnv({ PORT: port, HOST: '127.0.0.1', LOG_LEVEL: 'warn', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DRAIN_MS: '0', ...env })
     }, (_err, _stdout, stderr) => resolve({ stderr }))
   })
   const m = /^LOADED (.*)$/m.exec(stderr)
