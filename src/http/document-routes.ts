@@ -3,15 +3,8 @@ import { ApiError } from '../errors.js'
 import { chooseCoding, codedOf, type Codable } from './content-coding.js'
 import { etagOf, headNoBody, ifMatchHolds, ifNoneMatchHits, varyOnCoding } from './etag.js'
 
-/**
- * A GET route for a document that is the same bytes for the life of the process (the OpenAPI
- * document): rendered once, on first use; its codings negotiated as the API's reads are
- * (http/content-coding.ts), each compressed once at the best settings (gzip 9, brotli 11: done once
- * per process) on the first request for it and kept, with its own strong ETag (the identity tag
- * with `-gzip` or `-br`); `Vary: Accept-Encoding`; revalidated (`public, no-cache`); its
- * preconditions evaluated as the API's reads do (RFC 9110 §13.2.2): `If-Match` naming no tag of the
- * current document → 412, then `If-None-Match` naming the chosen coding's tag → 304.
- */
+// A document that is the same bytes for the life of the process: rendered on first use, then negotiated
+// and revalidated as the API's reads (etag.ts), each coding made once at the best settings and kept.
 export function documentRoute (app: FastifyInstance, url: string, contentType: string, render: () => Promise<string>): void {
   let document: Promise<Codable & { body: Buffer }> | undefined
   const build = async (): Promise<Codable & { body: Buffer }> => {
@@ -37,11 +30,7 @@ export function documentRoute (app: FastifyInstance, url: string, contentType: s
   })
 }
 
-/**
- * @fastify/swagger-ui redirects /docs/static/index.html to the page by rewriting the URL's end, so
- * with a query string (`index.html?x=1`) the rewrite misses and the redirect points at itself.
- * This onRequest hook (for the docs routes' scope) redirects it to the page, query kept.
- */
+// @fastify/swagger-ui's redirect of static/index.html points at itself when a query follows: this sends it to the page.
 export function redirectDocsIndex (prefix: string) {
   const index = `${prefix}/static/index.html`
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {

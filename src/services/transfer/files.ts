@@ -2,10 +2,7 @@ import { createWriteStream, type WriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { partialPath, publish } from '../../store/files.js'
 
-/**
- * A file that appears at `path` only once complete: written under a temporary name (mode 0600: it
- * holds key hashes and the cursor key), then fsynced and renamed. abort() removes the temporary file.
- */
+/** A file that appears at `path` only once complete; mode 0600: it holds key hashes and the cursor key. */
 export class AtomicFile {
   readonly stream: WriteStream
   readonly tmp: string
@@ -23,7 +20,6 @@ export class AtomicFile {
 
   async ready (): Promise<void> { await this.opened }
 
-  /** Ends the stream (all data handed to the file system); commit() still publishes it. */
   async finish (): Promise<void> {
     if (this.finished) return
     this.finished = true

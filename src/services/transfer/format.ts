@@ -6,28 +6,10 @@ export type {
 } from '../../store/transfer/records.js'
 export { recordRefused, TransferLineError } from '../../store/transfer/records.js'
 
-/*
- * The export format (NDJSON, one JSON object per line, each ending in "\n"), version 2:
- *
- *   {"format":"petstore-export","version":2,"source":"sqlite","exportedAt":"…","counts":{…}}   header
- *   {"type":"setting","name":"cursor_hmac_key","value":"…"}                                    settings
- *   {"type":"apiKey","id":1,"name":"…","hash":"…","scopes":["pets:read"],"createdAt":"…","expiresAt":null,"lastUsedAt":null,"revokedAt":null}
- *   {"type":"pet","id":9223372036854775807,"name":"…","categoryId":-1,"status":"sold"}       ascending id
- *   {"type":"idempotencyKey","apiKeyId":1,"key":"…","fingerprint":"…","petId":1,"createdAt":"…"}
- *   {"type":"end","petsSha256":"…"}                                                            last line
- *
- * Sections come in that order (idempotency records refer to keys and pets). Every line is written
- * by the functions below with a fixed key order, so the same store contents always give the same
- * bytes, whichever store kind they were read from. int64 values are plain JSON digits, exact.
- *
- * Version 1 is version 2 without an apiKey's `scopes` and `expiresAt`; import reads it, giving its
- * keys every scope and no expiry (what such keys could do). A `revokedAt` in the future is a
- * scheduled revocation: the key works until then.
- */
+// The export format: docs/reference/export-format.md. Every line is written here with a fixed key
+// order, so the same store contents give the same bytes, whichever store kind they were read from.
 export const FORMAT = 'petstore-export'
-/** The version export writes. */
 export const FORMAT_VERSION = 2
-/** The versions import reads. */
 export const READABLE_VERSIONS: readonly number[] = [1, 2]
 
 export const COUNT_NAMES = ['settings', 'apiKeys', 'pets', 'idempotencyKeys'] as const
@@ -69,10 +51,7 @@ export function endLine (e: EndRecord): string {
   return `{"type":"end","petsSha256":${str(e.petsSha256)}}`
 }
 
-/**
- * SHA-256 over every pet's line (as petLine writes it, plus "\n") in ascending id order: the
- * checksum the end line carries, that import checks, and that copy computes on both stores.
- */
+// The end line's checksum: SHA-256 over each pet's line (petLine, plus "\n") in ascending id order.
 export class PetDigest {
   private readonly hash: Hash = createHash('sha256')
   add (p: { id: bigint, name: string, categoryId: bigint, status: string }): void { this.hash.update(petLine(p) + '\n') }
