@@ -1,13 +1,19 @@
 // Loaded by tracing.ts only while tracing is on: the one module of the service that imports the
 // OpenTelemetry SDK and its instrumentations.
 import { createRequire } from 'node:module'
-import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
+import { format } from 'node:util'
+import { context, diag, type Span, SpanKind, SpanStatusCode, type TextMapPropagator, trace } from '@opentelemetry/api'
+import { CompositePropagator, diagLogLevelFromString, getStringFromEnv, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
+import { registerInstrumentations } from '@opentelemetry/instrumentation'
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis'
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
-import { NodeSDK } from '@opentelemetry/sdk-node'
+import { defaultResource, detectResources, envDetector, hostDetector, processDetector, resourceFromAttributes } from '@opentelemetry/resources'
+import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node'
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { TracingConfig } from '../config/index.js'
 import { redactUrl } from '../services/redact.js'
 import type { IdempotentCreateResult, PetReadsNow, Store } from '../store/store.js'
 import type { TraceFields, Tracing } from './tracing-types.js'
@@ -17,31 +23,47 @@ const TRACER = 'petstore'
 const ERROR_CODE = /^\{"code":"([a-z_]+)"/
 
 /**
- * Starts OpenTelemetry's Node SDK for traces only (metrics stay Prometheus', logs stdout's): the
- * exporter, its protocol, endpoint, headers, timeout, the sampler, the batch processor and the
- * resource come from the standard OTEL_* variables, which the SDK reads itself. Instrumented: pg
- * (one span per query, statement text without parameter values) and ioredis (the rate-limit
- * counts), which must be patched before anything loads them, so this runs before the store opens;
- * and Fastify, through @fastify/otel's plugin (plugin below).
+ * Starts OpenTelemetry's tracing SDK for traces only (metrics stay Prometheus', logs stdout's), from
+ * its parts rather than the all-signals NodeSDK: a tracer provider with a batch span processor, the
+ * one OTLP exporter of the configured encoding (loaded alone), the W3C propagators and the
+ * resource. The standard OTEL_* variables are read by those parts themselves: the exporter reads
+ * its endpoint, headers, timeout and compression, the provider its sampler and span limits, the
+ * batch processor its OTEL_BSP_* settings, the resource OTEL_RESOURCE_ATTRIBUTES and
+ * OTEL_SERVICE_NAME. Instrumented: pg (one span per query, statement text without parameter values)
+ * and ioredis (the rate-limit counts), which must be patched before anything loads them, so this
+ * runs before the store opens; and Fastify, through @fastify/otel's plugin (plugin below).
  */
-export function startSdk (opts: { serviceName: string | undefined }, load: { postgres: boolean, redis: boolean }): Tracing {
+export async function startSdk (config: TracingConfig, load: { postgres: boolean, redis: boolean }): Promise<Tracing> {
+  // The SDK's own diagnostics (export failures…), when asked for: on stderr, never among the JSON lines of stdout.
+  const logLevel = getStringFromEnv('OTEL_LOG_LEVEL')
+  if (logLevel !== undefined) {
+    const write = (...args: unknown[]): void => { process.stderr.write(format(...args) + '\n') }
+    diag.setLogger({ error: write, warn: write, info: write, debug: write, verbose: write }, { logLevel: diagLogLevelFromString(logLevel) })
+  }
+  const { OTLPTraceExporter } = config.protocol === 'http/json'
+    ? await import('@opentelemetry/exporter-trace-otlp-http')
+    : await import('@opentelemetry/exporter-trace-otlp-proto')
+  const exporter: SpanExporter = new OTLPTraceExporter()
+  // The resource NodeSDK would make: the SDK's own attributes, the environment's, the process and the host.
+  let resource = defaultResource().merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
+  if (config.serviceName !== undefined) resource = resource.merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }))
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] })
+  provider.register({ propagator: propagatorOf(config.propagators) })
+
   const fastify = new FastifyOtelInstrumentation({
     // One span per request, named and described here; no span per hook or handler.
     instrumentHooks: false,
     instrumentHandler: false,
     requestHook: describeRequest
   })
-  const sdk = new NodeSDK({
-    serviceName: opts.serviceName,
+  registerInstrumentations({
+    tracerProvider: provider,
     instrumentations: [
       new PgInstrumentation({ requireParentSpan: true }),
       new IORedisInstrumentation({ requireParentSpan: true }),
       fastify
-    ],
-    metricReaders: [],
-    logRecordProcessors: []
+    ]
   })
-  sdk.start()
   // Patched in place now, so the store's and the rate limiter's later imports get the patched classes.
   if (load.postgres) require('pg')
   if (load.redis) require('ioredis')
@@ -72,8 +94,14 @@ export function startSdk (opts: { serviceName: string | undefined }, load: { pos
       return span === undefined ? undefined : fieldsOfSpan(span)
     },
     traceStore: (store) => traceStore(store, tracer),
-    shutdown: async () => { await sdk.shutdown() }
+    shutdown: async () => { await provider.shutdown() }
   }
+}
+
+/** The propagators OTEL_PROPAGATORS names (config.ts); null: none, every request starts a trace. */
+function propagatorOf (names: TracingConfig['propagators']): TextMapPropagator | null {
+  if (names.length === 0) return null
+  return new CompositePropagator({ propagators: names.map(n => n === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator()) })
 }
 
 /**

@@ -149,7 +149,10 @@ describe('OpenTelemetry tracing of the compiled server', () => {
     assert.deepEqual(receiver.requests, [])
     // The same run with tracing on: the check sees the SDK, and the receiver its spans.
     const on = await modulesAfterRequests({ DATABASE_URL: databaseUrl, KEY: key, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })
-    assert.ok(on.some(p => p.includes('@opentelemetry/sdk-node')), JSON.stringify(on))
+    assert.ok(on.some(p => p.includes('@opentelemetry/sdk-trace-node')), JSON.stringify(on))
+    // Only the exporter of the configured encoding is loaded.
+    assert.ok(on.some(p => p.includes('@opentelemetry/exporter-trace-otlp-http/')), JSON.stringify(on))
+    assert.ok(!on.some(p => p.includes('@opentelemetry/exporter-trace-otlp-proto/')), JSON.stringify(on))
     assert.ok(receiver.requests.length > 0)
   })
 })
