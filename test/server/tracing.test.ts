@@ -66,8 +66,9 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       assert.equal((await fetch(`${server.url}/v1/pets/${id}`, { headers: { ...auth, traceparent: `00-${cachedTrace}-${PARENT_ID}-01` } })).status, 200)
       const missing = await fetch(`${server.url}/v1/pets/999999`, { headers: auth })
       assert.equal(missing.status, 404)
+      assert.equal((await fetch(`${server.url}/v1/store/orders`, { headers: auth })).status, 501)
 
-      await receiver.waitFor(spans => ['POST /v1/pets', 'GET /v1/pets/:petId'].every(n => spans.some(s => s.name === n && s.kind === SERVER)) &&
+      await receiver.waitFor(spans => ['POST /v1/pets', 'GET /v1/pets/:petId', 'GET /v1/store/orders'].every(n => spans.some(s => s.name === n && s.kind === SERVER)) &&
         spans.filter(s => s.name === 'GET /v1/pets/:petId').length >= 3)
       const spans = receiver.spans
 
@@ -112,6 +113,14 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       // The 404: error.type is the Error code.
       const notFound = spans.find(s => s.name === 'GET /v1/pets/:petId' && s.attributes['http.response.status_code'] === 404)
       assert.equal(notFound?.attributes['error.type'], 'not_found')
+      assert.equal(notFound.status.code, 0, 'a 4xx is the client\'s error, not the server span\'s')
+      // The 501: an error span, with the exception the route threw.
+      const orders = spans.find(s => s.name === 'GET /v1/store/orders')!
+      assert.equal(orders.attributes['http.response.status_code'], 501)
+      assert.equal(orders.attributes['error.type'], 'not_implemented')
+      assert.equal(orders.status.code, 2)
+      assert.match(orders.status.message ?? '', /not implemented/)
+      assert.ok(orders.events.some(e => e.name === 'exception'), JSON.stringify(orders.events))
 
       // Exported as asked: the encoding, the headers; nothing secret anywhere in what was sent.
       const exports = receiver.requests.filter(r => r.path === '/v1/traces')
@@ -171,7 +180,7 @@ async function modulesAfterRequests (env: Record<string, string>): Promise<strin
     const created = await fetch(base + '/v1/pets', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' }) })
     await fetch(base + '/v1/pets/' + (await created.json()).id, { headers: auth })
     await fetch(base + '/v1/pets', { headers: auth })
-    const loaded = Object.keys(createRequire(import.meta.url).cache).filter(p => p.includes('opentelemetry') || p.includes('fastify/otel'))
+    const loaded = Object.keys(createRequire(import.meta.url).cache).filter(p => p.includes('opentelemetry'))
     process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n')
     process.kill(process.pid, 'SIGINT')
   `
