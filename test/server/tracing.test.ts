@@ -93,6 +93,10 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       const cached = spans.find(s => s.traceId === cachedTrace && s.kind === SERVER)
       assert.equal(cached?.name, 'GET /v1/pets/:petId', 'the cached read has its server span')
       assert.equal(cached.attributes['http.response.status_code'], 200)
+      // A read answered from the read cache reads no pet from the store (the key may be looked up again).
+      const readsPets = (s: ReceivedSpan) => dbSystem(s) !== 'redis' && (s.name.includes('pets') || String(s.attributes['db.statement'] ?? s.attributes['db.query.text'] ?? '').includes('pets'))
+      assert.ok(reads.some(readsPets), 'the cold read reads the pet from the store')
+      assert.deepEqual(childrenOf(spans, cached).filter(readsPets).map(s => s.name), [], 'a read answered from the cache has no store span for it')
 
       // The create: server span → idempotency check (its outcome) → the store's insert.
       const createPet = spans.find(s => s.name === 'POST /v1/pets')!
