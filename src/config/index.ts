@@ -63,7 +63,8 @@ const EnvSchema = Type.Object({
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['http/protobuf', 'http/json'], description: 'Encoding of exported spans, for traces only.' })),
   OTEL_SDK_DISABLED: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['true', 'false'], description: 'true: no tracing, whatever else is set.' })),
   OTEL_RESOURCE_ATTRIBUTES: Type.Optional(Type.String({ description: 'Resource attributes of the exported spans, key=value,… (e.g. deployment.environment.name=prod,service.namespace=shop).' })),
-  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: 'service.name of the exported spans. Default: petstore (unless OTEL_RESOURCE_ATTRIBUTES names one).' }))
+  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: 'service.name of the exported spans. Default: petstore (unless OTEL_RESOURCE_ATTRIBUTES names one).' })),
+  OTEL_PROPAGATORS: Type.Optional(Type.String({ description: 'Trace context read from requests, comma-separated: tracecontext (W3C traceparent/tracestate), baggage (W3C baggage), none. Default: tracecontext,baggage.' }))
 })
 type Env = Static<typeof EnvSchema>
 
@@ -117,7 +118,17 @@ export interface Config {
   publicBaseUrl: string | undefined
   stagingBaseUrl: string | undefined
   /** OpenTelemetry tracing (tracing.ts); undefined: off, and the SDK never loaded. */
-  tracing: { serviceName: string | undefined } | undefined
+  tracing: TracingConfig | undefined
+}
+
+/** What the service decides of tracing; the SDK and the exporter read the other OTEL_* variables themselves. */
+export interface TracingConfig {
+  /** undefined: OTEL_RESOURCE_ATTRIBUTES names it. */
+  serviceName: string | undefined
+  /** The encoding of exported spans: the one exporter loaded. */
+  protocol: 'http/protobuf' | 'http/json'
+  /** The W3C propagators, in order; empty: none (every request starts a trace). */
+  propagators: ReadonlyArray<'tracecontext' | 'baggage'>
 }
 
 export class ConfigError extends Error {
@@ -289,7 +300,22 @@ function parseTracing (e: Env): Config['tracing'] {
   const on = e.OTEL_TRACES_EXPORTER === 'otlp' || e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined
   if (!on) return undefined
   const named = /(^|,)\s*service\.name\s*=/.test(e.OTEL_RESOURCE_ATTRIBUTES ?? '')
-  return Object.freeze({ serviceName: e.OTEL_SERVICE_NAME ?? (named ? undefined : 'petstore') })
+  return Object.freeze({
+    serviceName: e.OTEL_SERVICE_NAME ?? (named ? undefined : 'petstore'),
+    protocol: (e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf') as TracingConfig['protocol'],
+    propagators: parsePropagators(e.OTEL_PROPAGATORS)
+  })
+}
+
+/** OTEL_PROPAGATORS as the specification reads it (empty is the default; none wins); only the W3C ones. */
+function parsePropagators (value: string | undefined): TracingConfig['propagators'] {
+  const names = (value ?? '').split(',').map(n => n.trim()).filter(n => n !== '')
+  if (names.length === 0) return Object.freeze(['tracecontext', 'baggage'] as const)
+  for (const n of names) {
+    if (n !== 'tracecontext' && n !== 'baggage' && n !== 'none') throw new ConfigError(`OTEL_PROPAGATORS: ${JSON.stringify(n)} is not supported (tracecontext, baggage or none)`)
+  }
+  if (names.includes('none')) return Object.freeze([])
+  return Object.freeze([...new Set(names as Array<'tracecontext' | 'baggage'>)])
 }
 
 export { EnvSchema }
