@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TracingConfig } from '../config/index.js'
 import { redactUrl } from '../services/redact.js'
-import { type IdempotentCreateResult, type PetReadsNow, petReadsNow, type Store } from '../store/store.js'
+import { type IdempotentCreateResult, type SyncPetReads, syncReadsOf, type Store } from '../store/store.js'
 import type { TraceFields, Tracing } from './tracing-types.js'
 
 const require = createRequire(import.meta.url)
@@ -191,8 +191,8 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
   }
   if (store.kind === 'sqlite') {
     const sqlite = (operation: string, table: string) => ({ 'db.system': 'sqlite', 'db.operation.name': operation, 'db.collection.name': table })
-    // Reads are synchronous (readsNow), and getPet/listPets call them: the span is on the read itself.
-    const reads = petReadsNow(store)
+    // Reads are synchronous (syncReads), and getPet/listPets call them: the span is on the read itself.
+    const reads = syncReadsOf(store)
     if (reads !== undefined) {
       const read = <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A): R =>
         tracer.startActiveSpan('SELECT pets', { kind: SpanKind.CLIENT, attributes: sqlite('SELECT', 'pets') }, (span) => {
@@ -204,7 +204,7 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
             span.end()
           }
         })
-      Object.defineProperty(traced, 'readsNow', { value: { getPet: read(reads.getPet), listPets: read(reads.listPets), settled: reads.settled.bind(reads) } satisfies PetReadsNow })
+      Object.defineProperty(traced, 'syncReads', { value: { getPet: read(reads.getPet), listPets: read(reads.listPets), pageIsFinal: reads.pageIsFinal.bind(reads) } satisfies SyncPetReads })
     }
     wrap('findApiKeyByHash' as Method<S>, 'SELECT api_keys', sqlite('SELECT', 'api_keys'))
     wrap('ping' as Method<S>, 'SELECT', { 'db.system': 'sqlite', 'db.operation.name': 'SELECT' })

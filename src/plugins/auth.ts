@@ -29,21 +29,21 @@ function bearerToken (header: string | undefined): string | undefined {
 /** Authenticated responses are private and never stored unless a route sets an ETag (then revalidated). */
 export const NO_STORE = 'no-store'
 
-// The fast path, for nearly every request: a trusted key with the route's scope that the limits admit
-// in memory. admit() has no side effect; undefined leaves the decision to the whole policy.
-interface Admission {
-  admit: (authorization: string | undefined, now: number, scope: () => Scope | undefined) => number | undefined
-  enter: (keyId: number, now: number, reply: FastifyReply) => void
+// Nearly every request: a key trusted from memory, with the route's scope, that the in-memory limits
+// let through. keyIdIfTrusted() has no side effect; undefined leaves the decision to the whole policy.
+interface TrustedKeyShortcut {
+  keyIdIfTrusted: (authorization: string | undefined, now: number, scope: () => Scope | undefined) => number | undefined
+  countUse: (keyId: number, now: number, reply: FastifyReply) => void
 }
 
-function admission (limits: RateLimits, verifier: ApiKeyVerifier): Admission {
+function trustedKeyShortcut (limits: RateLimits, verifier: ApiKeyVerifier): TrustedKeyShortcut {
   return {
-    admit: (authorization, now, scope) => {
+    keyIdIfTrusted: (authorization, now, scope) => {
       const token = bearerToken(authorization)
       const grant = token === undefined ? undefined : verifier.trusted(token, now)
       return grant !== undefined && missingScope(grant, scope) === undefined && limits.admitsAtOnce(grant.id, now) ? grant.id : undefined
     },
-    enter: (keyId, now, reply) => {
+    countUse: (keyId, now, reply) => {
       verifier.used(keyId, now)
       limits.countAtOnce(keyId, now, reply)
     }
@@ -109,7 +109,7 @@ function whenCounted (count: () => void | Promise<void>, done: HookHandlerDoneFu
 // fast path: an address over its failed-authentication budget gets 429 without a store lookup unless its
 // key is known valid; a 401 counts against the address, a success against the key (429 over either
 // limit), then a key without the route's scope gets 403.
-function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atOnce: Admission, metrics: Metrics, clock: Clock): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
+function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, shortcut: TrustedKeyShortcut, metrics: Metrics, clock: Clock): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
   const knownKey = (request: FastifyRequest): boolean => {
     const token = bearerToken(request.headers.authorization)
     return token !== undefined && verifier.knownValid(token)
@@ -130,10 +130,10 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
     // With a body, one microtask later: a broken body framing gets its 400 (client-errors.ts) first.
     const done: HookHandlerDoneFunction = hasBody(request) ? (err?: Error) => { queueMicrotask(() => { next(err) }) } : next
     const now = clock()
-    const admitted = atOnce.admit(request.headers.authorization, now, () => routeScope(request))
+    const admitted = shortcut.keyIdIfTrusted(request.headers.authorization, now, () => routeScope(request))
     if (admitted !== undefined) {
       authenticated(request, reply, admitted)
-      atOnce.enter(admitted, now, reply)
+      shortcut.countUse(admitted, now, reply)
       done()
       return
     }
@@ -153,9 +153,9 @@ function authenticationPolicy (limits: RateLimits, verifier: ApiKeyVerifier, atO
 // The first onRequest hook of the /v1 scope (routes/v1.ts): nothing leaks to a caller without a valid key.
 async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheTtlMs: number, now: Clock }): Promise<void> {
   const verifier = new ApiKeyVerifier(opts.store, opts.keyCacheTtlMs, opts.now)
-  const atOnce = admission(app.rateLimits, verifier)
+  const shortcut = trustedKeyShortcut(app.rateLimits, verifier)
   app.decorateRequest('apiKeyId', 0)
-  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, atOnce, app.metrics, opts.now))
+  app.decorate('authenticate', authenticationPolicy(app.rateLimits, verifier, shortcut, app.metrics, opts.now))
   app.addHook('onClose', async () => { await verifier.close() })
 }
 

@@ -9,7 +9,7 @@ import { LRUCache } from 'lru-cache'
 import type { Codable, Coded } from '../http/content-coding.js'
 import type { Metrics } from '../observability/metrics.js'
 import type { Pet, PetStatus } from '../schemas/pets.js'
-import { type ListPetsParams, petReadsNow, type Store } from '../store/store.js'
+import { type ListPetsParams, syncReadsOf, type Store } from '../store/store.js'
 
 /** The body stays a string: a small Buffer would keep a shared slab alive after eviction. */
 export interface Representation extends Codable {
@@ -64,7 +64,7 @@ export class PetReads {
       return hit
     }
     this.counters.pet.misses.inc()
-    const now = petReadsNow(this.store)
+    const now = syncReadsOf(this.store)
     if (now === undefined) return this.fetchPet(key, id, render)
     const pet = now.getPet(id)
     return pet === undefined ? undefined : this.keep(key, render(pet))
@@ -82,7 +82,7 @@ export class PetReads {
       return hit
     }
     this.counters.page.misses.inc()
-    const now = petReadsNow(this.store)
+    const now = syncReadsOf(this.store)
     if (now === undefined) return this.fetchPage(q, render)
     return this.made(q, now.listPets(rowsOf(q)), render)
   }
@@ -94,10 +94,10 @@ export class PetReads {
   private made (q: PageQuery, pets: Pet[], render: PageRender): Representation {
     if (pets.length <= q.limit) return render(pets, undefined)
     // Not kept while a SQLite batch not yet flushed has ids within the page.
-    const settled = petReadsNow(this.store)?.settled(q.afterId, pets[q.limit]!.id) ?? true
+    const final = syncReadsOf(this.store)?.pageIsFinal(q.afterId, pets[q.limit]!.id) ?? true
     pets.length = q.limit
     const rep = render(pets, pets[q.limit - 1])
-    return settled ? this.keep(pageKey(q), rep) : rep
+    return final ? this.keep(pageKey(q), rep) : rep
   }
 
   private keep (key: string, rep: Representation): Representation {

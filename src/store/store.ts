@@ -64,11 +64,11 @@ export interface PoolStats {
   waiting: number
 }
 
-export interface PetReadsNow {
+export interface SyncPetReads {
   getPet (id: bigint): Pet | undefined
   listPets (params: ListPetsParams): Pet[]
   /** False while a committed batch in (afterId, lastId] is not yet flushed (hidden), so a page spanning it is not kept. */
-  settled (afterId: bigint | null, lastId: bigint): boolean
+  pageIsFinal (afterId: bigint | null, lastId: bigint): boolean
 }
 
 /** Pets are immutable: nothing here updates or deletes one. */
@@ -125,7 +125,7 @@ export interface Store extends PetRepository, IdempotencyRepository, ApiKeyRepos
 
 /** SQLite: its reads run on the event loop anyway, so the read cache answers a miss at once. */
 export interface SynchronousReads {
-  readonly readsNow: PetReadsNow
+  readonly syncReads: SyncPetReads
 }
 
 export interface PooledStore {
@@ -153,9 +153,9 @@ export interface GoneNotices {
 
 const has = (store: object, member: string): boolean => member in store && (store as Record<string, unknown>)[member] !== undefined
 
-export const readsSynchronously = <S extends object>(store: S): store is S & SynchronousReads => has(store, 'readsNow')
+export const readsSynchronously = <S extends object>(store: S): store is S & SynchronousReads => has(store, 'syncReads')
 export const isPooled = <S extends object>(store: S): store is S & PooledStore => has(store, 'poolStats')
 export const namesStatements = <S extends object>(store: S): store is S & StatementNaming => has(store, 'namedStatements') && has(store, 'onNamingStopped')
 export const hasBackgroundWriter = <S extends object>(store: S): store is S & BackgroundWriter => has(store, 'startWriter')
-export const petReadsNow = (store: object): PetReadsNow | undefined => readsSynchronously(store) ? store.readsNow : undefined
+export const syncReadsOf = (store: object): SyncPetReads | undefined => readsSynchronously(store) ? store.syncReads : undefined
 export const noticesGone = <S extends object>(store: S): store is S & GoneNotices => has(store, 'onGone')

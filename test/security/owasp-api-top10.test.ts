@@ -198,8 +198,8 @@ describe('API8:2023 Security Misconfiguration', () => {
     const store = ta.store as Store
     const fail = (): never => { throw new TypeError('secret detail at /srv/app/src/store.ts:42') }
     store.listPets = async () => fail()
-    // A store that reads synchronously (SQLite) answers reads through readsNow.
-    if (readsSynchronously(store)) store.readsNow.listPets = fail
+    // A store that reads synchronously (SQLite) answers reads through syncReads.
+    if (readsSynchronously(store)) store.syncReads.listPets = fail
     const res = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
     assert.equal(res.statusCode, 500)
     assert.equal(errorCode(res), 'internal_error')

@@ -5,7 +5,7 @@ import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
 import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
 import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toPet } from '../rows.js'
-import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PetReadsNow, Store, SynchronousReads } from '../store.js'
+import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams, SyncPetReads, Store, SynchronousReads } from '../store.js'
 import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
@@ -324,7 +324,7 @@ export class SqliteStore extends KeysAndSettings implements Store, SynchronousRe
     return await this.purge(before.getTime())
   }
 
-  readonly readsNow: PetReadsNow = {
+  readonly syncReads: SyncPetReads = {
     getPet: (id) => {
       const h = this.hidden
       if (h !== undefined && id >= h.from && id <= h.to) return undefined
@@ -341,18 +341,18 @@ export class SqliteStore extends KeysAndSettings implements Store, SynchronousRe
         : this.stmts.listByStatus.all(status, after, from, to, limit)) as PetRow[])
       return rows.map(toPet)
     },
-    settled: (afterId, lastId) => {
+    pageIsFinal: (afterId, lastId) => {
       const h = this.hidden
       return h === undefined || h.to <= (afterId ?? 0n) || h.from > lastId
     }
   }
 
   async getPet (id: bigint): Promise<Pet | undefined> {
-    return this.readsNow.getPet(id)
+    return this.syncReads.getPet(id)
   }
 
   async listPets (params: ListPetsParams): Promise<Pet[]> {
-    return this.readsNow.listPets(params)
+    return this.syncReads.listPets(params)
   }
 
   startWriter (): void {
