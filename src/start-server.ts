@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config/index.js'
-import { describeFailure, describeListenFailure } from './runtime/describe-failure.js'
+import { describeFailure, describeListenFailure } from './runtime/failure-lines.js'
 import { handOutFirstKey } from './services/first-key.js'
 import { openLog } from './logging/logger.js'
 import { buildMetricsApp, Metrics } from './observability/metrics.js'

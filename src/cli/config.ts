@@ -1,4 +1,4 @@
-import { describeFailure } from '../runtime/describe-failure.js'
+import { describeFailure } from '../runtime/failure-lines.js'
 import { ConfigError, loadConfig, type Config } from '../config/index.js'
 import { CliError } from './exit.js'
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import type { Command } from 'commander'
 import { PROJECT_ROOT, type Config, type DatabaseLocation } from '../config/index.js'
-import { describeFailure } from '../runtime/describe-failure.js'
+import { describeFailure } from '../runtime/failure-lines.js'
 import { openStore, type Store } from '../store/index.js'
 import { describeLocation } from '../store/location.js'
 import { loadCliConfig } from './config.js'

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { describeFailure } from '../runtime/describe-failure.js'
+import { describeFailure } from '../runtime/failure-lines.js'
 
 /** What the service depends on while it runs: its store, and the Redis that counts rate limits. */
 export type Dependency = 'postgres' | 'sqlite' | 'redis'

@@ -1,5 +1,5 @@
 import type { Command } from 'commander'
-import { describeFailure } from '../../runtime/describe-failure.js'
+import { describeFailure } from '../../runtime/failure-lines.js'
 import { migrateStore } from '../../store/index.js'
 import { loadCliConfig } from '../config.js'
 import { CliError } from '../exit.js'
