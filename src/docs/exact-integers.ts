@@ -1,9 +1,6 @@
 /**
- * A Swagger UI plugin, run in the reader's browser: the JSON body of a "Try it out" answer shown with
- * every number exactly as the server sent it. Swagger UI re-formats that body with JSON.parse and
- * JSON.stringify, which rounds integers past 2^53 (9007199254740993 is shown as 9007199254740992,
- * swagger-ui issue #2030); lossless-json (loaded before it, as the global LosslessJSON) keeps the
- * digits. Everything else (other content types, unparsable bodies) is left to Swagger UI.
+ * A Swagger UI plugin (in the browser) showing a "Try it out" JSON body with exact integers: Swagger UI's
+ * JSON.parse/stringify rounds them past 2^53 (swagger-ui issue #2030). LosslessJSON is loaded before it.
  */
 export const EXACT_INTEGERS_JS = `(function () {
   'use strict'

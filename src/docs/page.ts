@@ -5,8 +5,7 @@ import type { Config } from '../config/index.js'
 import { EXACT_INTEGERS_JS } from './exact-integers.js'
 import { READING_JS } from './reading.js'
 
-// Globals of the docs page (Swagger UI's bundle and our script), for the plugin hooks below, which
-// @fastify/swagger-ui writes into the page's initializer as source text.
+// Page globals, for the hooks below that @fastify/swagger-ui writes into the page as source text.
 declare const SwaggerUIBundle: { plugins: { DownloadUrl: (system: unknown) => unknown } }
 declare const PetstoreDocs: { exactIntegers: (system: unknown) => unknown, reading: (system: unknown) => unknown }
 
@@ -15,13 +14,7 @@ export const DOCS_TITLE = 'Petstore API reference'
 const LOGO_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f4f"/>' +
   '<text x="16" y="23" font-family="sans-serif" font-size="20" font-weight="bold" text-anchor="middle" fill="#fff">P</text></svg>'
 
-/**
- * Keeps an expanded operation about two screens long: every response is application/json (or has no
- * body), so the per-response media type selector says nothing, and no response has links; every
- * 4xx and 5xx body is the same Error object (its description says so and names the codes), so its
- * example is not repeated under each status; the header tables are set tighter; the answers
- * operations share take a line each (reading.ts).
- */
+/** Hidden: the media type selector (all JSON), links (none), and the Error example under each 4xx/5xx (one shape). */
 const COMPACT_RESPONSES_CSS = [
   '.swagger-ui .responses-table .response-controls, .swagger-ui .responses-table .response-col_links { display: none; }',
   '.swagger-ui .responses-table .headers-wrapper td, .swagger-ui .responses-table .headers-wrapper th { padding: 2px 8px 2px 0; }',
@@ -39,22 +32,16 @@ const COMPACT_RESPONSES_CSS = [
   '.swagger-ui .petstore-sample h5 { margin: 8px 0 4px; }'
 ].join('\n')
 
-/** lossless-json's browser build, from the installed package (the page loads nothing from elsewhere). */
+/** From the installed package: the page loads nothing from elsewhere. */
 function losslessJsonBrowserBuild (): string {
   const file = createRequire(import.meta.url).resolve('lossless-json') // the "require" entry: its UMD build
   return readFileSync(file, 'utf8').replace(/\n?\/\/# sourceMappingURL=\S+\s*$/, '\n')
 }
 
-/** The absolute origins the document's servers name besides this one (Try-it-out may call them). */
 function otherOrigins (config: Readonly<Config>): string[] {
   return [...new Set([config.publicBaseUrl, config.stagingBaseUrl].filter((u): u is string => u !== undefined).map(u => new URL(u).origin))]
 }
 
-/**
- * The /docs page: Swagger UI from the installed package under the project's own title and icon, its
- * base layout (no top bar, no third-party logo), JSON answers shown with exact integers, each
- * operation's own answers first and the shared ones a line each, code samples, `/openapi.json` linked.
- */
 export function docsPageOptions (config: Readonly<Config>): FastifySwaggerUiOptions {
   return {
     routePrefix: '/docs',
@@ -85,9 +72,8 @@ export function docsPageOptions (config: Readonly<Config>): FastifySwaggerUiOpti
     },
     logo: { type: 'image/svg+xml', content: LOGO_SVG },
     staticCSP: true,
-    // The package's CSP, less what would break or leak here: upgrade-insecure-requests (plain-HTTP
-    // deployments), the third-party validator image, fonts and styles from any https origin. Calls
-    // ("Try it out") go to this origin, whatever name it is reached by, and to the configured base addresses.
+    // Less what would break or leak here: upgrade-insecure-requests (plain-HTTP deployments), the
+    // third-party validator, https fonts and styles; "Try it out" may call the configured base addresses.
     transformStaticCSP: (header: string) => {
       return header
         .replace(/ ?upgrade-insecure-requests;/, '')

@@ -1,16 +1,8 @@
 /**
- * A Swagger UI plugin, run in the reader's browser, that keeps an expanded operation short:
- *
- * - its own answers first, then the answers operations share (a `$ref` to components/responses in
- *   the document): each of those in one line (status, description, the names of its headers), the
- *   full description with its header table one click away;
- * - in the header table of its own answers, the headers every answer carries (X-Request-Id, RateLimit,
- *   RateLimit-Policy: the document's description says what they are) and those every own answer of
- *   the operation carries (getPet's Deprecation, Sunset, Link: its description says what they are)
- *   named in a line under it;
- * - its code samples (`x-codeSamples`: curl, the TypeScript client, fetch) folded above the parameters;
- * - the document linked under the title as `/openapi.json`, the address it is published at (the
- *   page itself loads the same document from /docs/json).
+ * A Swagger UI plugin (in the browser) that keeps an expanded operation short: its own answers first,
+ * the shared ones (a `$ref` to components/responses) a line each; headers every answer carries named
+ * in a line, not tabled; code samples folded; the document linked as `/openapi.json`, where it is
+ * published (the page loads it from /docs/json).
  */
 export const READING_JS = `(function () {
   'use strict'

@@ -1,7 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { describeFailure } from '../runtime/failure-lines.js'
 
-/** What the service depends on while it runs: its store, and the Redis that counts rate limits. */
 export type Dependency = 'postgres' | 'sqlite' | 'redis'
 
 const NAME: Record<Dependency, string> = {
@@ -10,7 +9,6 @@ const NAME: Record<Dependency, string> = {
   redis: 'the rate-limit Redis (REDIS_URL)'
 }
 
-/** What each request that met the outage got: counted in the summary and back lines. */
 const COUNTED: Record<Dependency, string> = {
   postgres: 'requests failed on it',
   sqlite: 'requests failed on it',
@@ -24,11 +22,9 @@ const MEANS: Record<Dependency, string> = {
 }
 
 export interface OutageLogOptions {
-  /** The least time between two lines about one outage while it lasts, in ms. */
   summaryEveryMs?: number
-  /** How long a dependency must go without a failure, after it answered, to be called back, in ms. */
+  /** How long a dependency must go without a failure, after it answered, to be called back. */
   quietMs?: number
-  /** How often an outage is looked at (a summary due, a probe to send, back or not), in ms. */
   tickMs?: number
 }
 
@@ -38,7 +34,6 @@ interface Outage {
   failedSinceLine: number
   lastFailureAt: number
   lastLineAt: number
-  /** When the dependency last answered (a request or a probe): back once that follows the last failure by quietMs. */
   lastOkAt: number
   cause: string
   code: string | undefined
@@ -46,7 +41,6 @@ interface Outage {
   probing: boolean
 }
 
-/** The code an error or its causes carry (a SQLSTATE, an errno name), for the log line. */
 function codeOf (err: unknown): string | undefined {
   for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code
@@ -56,13 +50,9 @@ function codeOf (err: unknown): string | undefined {
 }
 
 /**
- * The log of a dependency that is down, instead of a line (and a stack) per failed request: one
- * error line when it goes, naming the cause; while it is down, at most one warning every
- * summaryEveryMs with how many requests failed on it since the last line; one info line when it is
- * back (it answered, and nothing failed on it for quietMs), with the outage's length and count. A
- * failure is expected there, so no line has a stack; the access line of each request stays.
- * A dependency that answers some requests and fails others (a full disk: reads go on, writes fail)
- * stays down while the failures go on.
+ * Logs a dependency outage instead of a line and stack per failed request: one line when it goes, at
+ * most one summary every summaryEveryMs, one when it is back. A dependency that answers some requests
+ * and fails others (a full disk) stays down while failures go on.
  */
 export class Outages {
   private readonly down = new Map<Dependency, Outage>()
@@ -77,10 +67,7 @@ export class Outages {
     this.tickMs = tickMs
   }
 
-  /**
-   * A request failed because `dependency` is unavailable. `probe`, when given, is called while it
-   * is down (one at a time, every tickMs) to learn that it is back when no request tells.
-   */
+  /** `probe` is called while down (one at a time) to learn it is back when no request tells. */
   failed (dependency: Dependency, err: unknown, probe?: () => Promise<unknown>): void {
     const now = Date.now()
     const cause = describeFailure(err)
@@ -95,7 +82,6 @@ export class Outages {
       return
     }
     this.down.set(dependency, { since: now, failed: 1, failedSinceLine: 0, lastFailureAt: now, lastLineAt: now, lastOkAt: 0, cause, code, probe, probing: false })
-    // A store that is down fails requests (error); a Redis that is down only stops the counting (warn).
     this.log[dependency === 'redis' ? 'warn' : 'error']({ dependency, cause, ...(code !== undefined ? { code } : {}) },
       `${NAME[dependency]} is unavailable: ${MEANS[dependency]}; a summary follows at most every ${this.summaryEveryMs / 1000} s, and a line when it is back`)
     if (this.timer === undefined) {
@@ -104,13 +90,11 @@ export class Outages {
     }
   }
 
-  /** `dependency` answered a request. */
   ok (dependency: Dependency): void {
     const o = this.down.get(dependency)
     if (o !== undefined) o.lastOkAt = Date.now()
   }
 
-  /** Whether an outage of `dependency` is open (it failed, and has not been back for quietMs since). */
   isDown (dependency: Dependency): boolean {
     return this.down.has(dependency)
   }

@@ -1,12 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { namesStatements, noticesGone } from '../store/store.js'
 
-/**
- * What the store decides on its own while serving, told once to the operator in the log:
- * PG_PREPARED_STATEMENTS=auto giving up named statements because a transaction-mode pooler
- * showed (the server answered 26000 or 42P05; /metrics shows the same as petstore_pg_named_statements),
- * and a SQLite store whose database file is gone from under it (an error: it takes no create from then on).
- */
+/** Tells the operator once what the store decided on its own: named statements off, or its SQLite file gone. */
 export default async function storeNotices (app: FastifyInstance, opts: { store: object }): Promise<void> {
   const store = opts.store
   if (noticesGone(store)) store.onGone((line, reason, level) => { app.log[level]({ reason }, line) })

@@ -10,13 +10,12 @@ type ReadCacheKind = 'pet' | 'page'
 type RouteLabel = 'method' | 'route' | 'status'
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-/** A count kept as a plain number on the hot path; prom-client reads it when scraped (a metric's collect()). */
+/** A plain number on the hot path; prom-client reads it when scraped (a metric's collect()). */
 export class Tally {
   n = 0
   inc (): void { this.n++ }
 }
 
-/** Counts by label values (a few series, e.g. scope=key|address), as plain numbers until scraped. */
 export class LabelledTally<L extends string = never> {
   readonly series = new Map<string, { labels: Partial<Record<L, string>>, n: number }>()
   inc (labels: Partial<Record<L, string>> = {}, value = 1): void {
@@ -27,7 +26,6 @@ export class LabelledTally<L extends string = never> {
   }
 }
 
-/** One method + route + status: its request count, latency sum and latency bucket counts (not cumulative). */
 interface RouteSeries { labels: Record<RouteLabel, string>, count: number, sum: number, buckets: number[] }
 
 const DURATION = {
@@ -35,13 +33,9 @@ const DURATION = {
   help: 'Time from receiving a request to finishing its response, by method, route template and status.'
 }
 
-/** prom-client's JSON form of one series value (what Registry.getMetricsAsJSON() gives and AggregatorRegistry.aggregate() takes). */
 interface SeriesValue { metricName: string, labels: Record<string, string | number>, value: number }
 
-/**
- * The request-duration histogram as prom-client's JSON form, from the plain numbers Metrics.observe
- * keeps, made into a registry with prom-client's public AggregatorRegistry.aggregate() when scraped.
- */
+/** The duration histogram in prom-client's JSON form, for its public AggregatorRegistry.aggregate(). */
 function durationsJson (series: Iterable<RouteSeries>): { name: string, help: string, type: 'histogram', aggregator: 'sum', values: SeriesValue[] } {
   const values: SeriesValue[] = []
   const bucket = `${DURATION.name}_bucket`
@@ -58,7 +52,6 @@ function durationsJson (series: Iterable<RouteSeries>): { name: string, help: st
   return { name: DURATION.name, help: DURATION.help, type: 'histogram', aggregator: 'sum', values }
 }
 
-/** The event-loop delay gauges of prom-client's default metrics that read its delay histogram. */
 const LOOP_DELAY_GAUGES = [
   ['min', 'The minimum recorded event loop delay.', h => h.min],
   ['max', 'The maximum recorded event loop delay.', h => h.max],
@@ -70,30 +63,19 @@ const LOOP_DELAY_GAUGES = [
 ] as const satisfies ReadonlyArray<readonly [string, string, (h: IntervalHistogram) => number]>
 
 /**
- * The Prometheus metrics of one app. A registry per app (not prom-client's global one), so several
- * apps in one process (tests) keep separate counts. Served on a listener of its own (buildMetricsApp).
- *
- * Every count is a plain number until scraped, read then through prom-client's public API: each
- * counter's and gauge's collect(), and for the request-duration histogram its JSON form turned into
- * a registry by AggregatorRegistry.aggregate() and merged (Registry.merge) with the others
- * (snapshot()). Why not prom-client's own inc() and observe() on every request: they validate and
- * hash the label values on every call, a labelled child made once included. Measured in one process
- * (prom-client 15.1.3, Node 24, 1,000,000 calls on one series, median of 7 rounds, pinned to one core
- * of a loaded machine): Histogram child observe() 833 ns, Counter child inc() 490 ns,
- * Metrics.observe 46 ns (it allocates nothing on a known series).
- *
- * prom-client is loaded, and the registry built, on the first scrape (with METRICS_PORT off, the
- * default, never), not at every start. The default process metrics start then too: event-loop delay
- * and GC durations from the first scrape on. The event-loop delay gauges leave out their series
- * while no delay has been sampled since the last scrape (docs/reference/metrics.md).
+ * The Prometheus metrics of one app, in a registry of its own (several apps share a test process).
+ * Counts are plain numbers until scraped, read then through prom-client's public API (collect(),
+ * AggregatorRegistry.aggregate(), Registry.merge). Why not prom-client's inc()/observe() per request:
+ * they validate and hash the label values on every call. Measured (prom-client 15.1.3, Node 24,
+ * 1,000,000 calls on one series, median of 7 rounds, one core): Histogram child observe() 833 ns,
+ * Counter child inc() 490 ns, Metrics.observe 46 ns. prom-client is loaded on the first scrape.
  */
 export class Metrics {
   readonly rateLimited = new LabelledTally<'scope'>()
-  /** Requests the authentication policy refused, by reason (never a key, a hash or an id): see AuthRefusal. */
+  /** By reason only: never a key, a hash or an id. */
   readonly authRefusals = new LabelledTally<'reason'>()
   readonly overloaded = new LabelledTally()
   readonly storeErrors = new LabelledTally<'store'>()
-  /** Read cache lookups (services/pet-reads.ts): a lookup costs one increment. */
   readonly readCache: Record<ReadCacheKind, { hits: Tally, misses: Tally }> = {
     pet: { hits: new Tally(), misses: new Tally() },
     page: { hits: new Tally(), misses: new Tally() }
@@ -102,8 +84,7 @@ export class Metrics {
   private readCacheSize: () => { entries: number, bytes: number } = () => ({ entries: 0, bytes: 0 })
   private logLinesDropped: () => number = () => 0
   private getPetSunsetAt: Date | undefined
-  // Requests by route, method and status (nested, so that a known series is found without making a
-  // key), and getPet calls by key id: plain numbers, read when scraped.
+  // Nested, so that a known series is found without making a key.
   private readonly series = new Map<string | undefined, Map<string, Map<number, RouteSeries>>>()
   private readonly getPetCalls = new Map<number, Tally>()
   private built: Registry | undefined
@@ -111,10 +92,7 @@ export class Metrics {
 
   constructor (private readonly store: object, private readonly opts: { processMetrics?: boolean } = {}) {}
 
-  /**
-   * These metrics, as they are now, as a prom-client registry (its metrics() is the /metrics text).
-   * prom-client is loaded on the first call.
-   */
+  /** The metrics as they are now, as a prom-client registry (its metrics() is the /metrics text). */
   snapshot (): Registry {
     const prom = createRequire(import.meta.url)('prom-client') as PromClient
     this.built ??= this.buildRegistry(prom)
@@ -248,10 +226,8 @@ export class Metrics {
     }
     if (opts.processMetrics === true) {
       prom.collectDefaultMetrics({ register: registry, prefix: 'petstore_' })
-      // prom-client's event-loop delay gauges report its delay histogram as it is, and a histogram
-      // without a sample (before the first, and again when scraped twice within its 10 ms
-      // resolution) has a min of 2^63 ns and a mean of NaN. The same gauges, reading a histogram of
-      // ours, leave out their series then: a value no loop had is worse than no value.
+      // A delay histogram with no sample since the last scrape has a meaningless min and a NaN mean;
+      // unlike prom-client's, these gauges then leave out their series: no value beats a false one.
       const delays = this.eventLoopDelays()
       for (const [stat, help, read] of LOOP_DELAY_GAUGES) {
         const name = `petstore_nodejs_eventloop_lag_${stat}_seconds`
@@ -273,10 +249,7 @@ export class Metrics {
     return registry
   }
 
-  /**
-   * With process metrics, starts sampling the event-loop delay (else it starts on the first scrape):
-   * the metrics listener starts it with itself, so that its first scrape has samples.
-   */
+  /** Called when the metrics listener starts, so that its first scrape has delay samples. */
   startSampling (): void {
     if (this.opts.processMetrics === true) this.eventLoopDelays()
   }
@@ -289,27 +262,22 @@ export class Metrics {
     return this.delays
   }
 
-  /** Stops sampling the event-loop delay (the metrics listener closed). */
   stopEventLoopDelays (): void {
     this.delays?.disable()
   }
 
-  /** Where the read cache gauges read its size. */
   watchReadCache (size: () => { entries: number, bytes: number }): void {
     this.readCacheSize = size
   }
 
-  /** Where the dropped-log-lines counter reads its figure (the entry's log destination). */
   watchLogLinesDropped (dropped: () => number): void {
     this.logLinesDropped = dropped
   }
 
-  /** Where the getPet sunset gauge reads its time (the getPet route's sunset). */
   watchGetPetSunset (at: Date): void {
     this.getPetSunsetAt = at
   }
 
-  /** Counts a call of the deprecated getPet by the key that made it. */
   countGetPetCall (keyId: number): void {
     let t = this.getPetCalls.get(keyId)
     if (t === undefined) {
@@ -319,7 +287,7 @@ export class Metrics {
     t.n++
   }
 
-  /** Counts a finished request (onResponse): its route template (undefined: none matched), status and latency. */
+  /** Counts a finished request; route is undefined when none matched. */
   observe (method: string, route: string | undefined, status: number, ms: number): void {
     let byMethod = this.series.get(route)
     if (byMethod === undefined) this.series.set(route, byMethod = new Map())

@@ -1,5 +1,3 @@
-// Loaded by tracing.ts only while tracing is on: the one module of the service that imports the
-// OpenTelemetry SDK and its instrumentations.
 import { createRequire } from 'node:module'
 import { format } from 'node:util'
 import { context, diag, propagation, type Span, SpanKind, SpanStatusCode, type TextMapPropagator, trace } from '@opentelemetry/api'
@@ -22,18 +20,11 @@ const TRACER = 'petstore'
 const ERROR_CODE = /^\{"code":"([a-z_]+)"/
 
 /**
- * Starts OpenTelemetry's tracing SDK for traces only (metrics stay Prometheus', logs stdout's), from
- * its parts rather than the all-signals NodeSDK: a tracer provider with a batch span processor, the
- * one OTLP exporter of the configured encoding (loaded alone), the W3C propagators and the
- * resource. The standard OTEL_* variables are read by those parts themselves: the exporter reads
- * its endpoint, headers, timeout and compression, the provider its sampler and span limits, the
- * batch processor its OTEL_BSP_* settings, the resource OTEL_RESOURCE_ATTRIBUTES and
- * OTEL_SERVICE_NAME. Instrumented: pg (one span per query, statement text without parameter values)
- * and ioredis (the rate-limit counts), which must be patched before anything loads them, so this
- * runs before the store opens; and every request (serverSpans below).
+ * Traces only, from the SDK's parts rather than the all-signals NodeSDK: one OTLP exporter (the
+ * configured encoding, loaded alone); the standard OTEL_* variables are read by the parts themselves.
  */
 export async function startSdk (config: TracingConfig, load: { postgres: boolean, redis: boolean }): Promise<Tracing> {
-  // The SDK's own diagnostics (export failures…), when asked for: on stderr, never among the JSON lines of stdout.
+  // On stderr, never among the JSON lines of stdout.
   const logLevel = getStringFromEnv('OTEL_LOG_LEVEL')
   if (logLevel !== undefined) {
     const write = (...args: unknown[]): void => { process.stderr.write(format(...args) + '\n') }
@@ -43,7 +34,6 @@ export async function startSdk (config: TracingConfig, load: { postgres: boolean
     ? await import('@opentelemetry/exporter-trace-otlp-http')
     : await import('@opentelemetry/exporter-trace-otlp-proto')
   const exporter: SpanExporter = new OTLPTraceExporter()
-  // The resource NodeSDK would make: the SDK's own attributes, the environment's, the process and the host.
   let resource = defaultResource().merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
   if (config.serviceName !== undefined) resource = resource.merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }))
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] })
@@ -56,7 +46,7 @@ export async function startSdk (config: TracingConfig, load: { postgres: boolean
       new IORedisInstrumentation({ requireParentSpan: true })
     ]
   })
-  // Patched in place now, so the store's and the rate limiter's later imports get the patched classes.
+  // Patched now, before the store and the rate limiter import them.
   if (load.postgres) require('pg')
   if (load.redis) require('ioredis')
   const tracer = trace.getTracer(TRACER)
@@ -90,22 +80,14 @@ const ERROR = Symbol('petstore.requestError')
 type Traced = FastifyRequest & { [SPAN]: Span | null, [ERROR]: Error | null }
 
 /**
- * The server span of every request, as HTTP's semantic conventions name it: `GET /v1/pets/:petId`
- * (the method alone when no route matched), with http.request.method, http.route, url.path (the path
- * only: never the query and its values, and an API key sent in the path redacted; no header is
- * recorded), the status, the key's id (never the key) and an error answer's code as error.type. It
- * continues the caller's trace (the propagators), and the rest of the request runs in its context,
- * so the store's, pg's and ioredis' spans are its children. Started in the first onRequest hook
- * (this plugin is registered first), ended once the response is written (onResponse: the final
- * status, after every onSend hook). A 5xx is an error span, with the exception when one was thrown;
- * a 4xx is the client's error, not the span's (the conventions for server spans).
+ * The server span of every request, per HTTP's semantic conventions: url.path without the query, an
+ * API key in the path redacted, no header, the key's id (never the key); a 5xx is an error span, a
+ * 4xx is not. Ended in onResponse, when the final status is known.
  *
- * Why not @fastify/otel, Fastify's OpenTelemetry plugin: it marks a span as an error for any error
- * thrown, 4xx included, before the error handler has chosen the status; it reads the route options
- * (a new object per read) several times and allocates an accessor object per request.opentelemetry()
- * call; and it brings a second copy of @opentelemetry/instrumentation and minimatch. Its CPU per
- * request and this plugin's could not be told apart (bench/ab-tracing.mjs, AB=on-vs-on: within the
- * run-to-run spread of identical builds on a shared machine); the reasons are the ones above.
+ * Why not @fastify/otel: it marks any thrown error (4xx too) before the error handler chose the
+ * status, allocates per request, and brings a second @opentelemetry/instrumentation. Its CPU per
+ * request and this one's could not be told apart (bench/ab-tracing.mjs, AB=on-vs-on: within the
+ * run-to-run spread of identical builds), so these reasons decide.
  */
 function serverSpans (app: FastifyInstance, tracer: ReturnType<typeof trace.getTracer>): void {
   app.decorateRequest(SPAN, null)
@@ -127,7 +109,7 @@ function serverSpans (app: FastifyInstance, tracer: ReturnType<typeof trace.getT
     done()
   })
   app.addHook('onSend', (request, reply, payload, done) => {
-    // Every error body starts with its code (errors.ts); later onSend hooks do not change an error's status.
+    // Every error body starts with its code (errors.ts).
     const span = (request as Traced)[SPAN]
     if (span !== null && reply.statusCode >= 400 && typeof payload === 'string') {
       const code = ERROR_CODE.exec(payload)?.[1]
@@ -159,20 +141,13 @@ function fieldsOfSpan (span: Span): TraceFields {
 
 type Method<S> = { [K in keyof S]: S[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof S]
 
-/** Records a store operation's failure on its span; returns the error, for the caller to throw. */
 function failed (span: Span, err: unknown): unknown {
   span.recordException(err as Error)
   span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
   return err
 }
 
-/**
- * SQLite has no instrumentation of its own: each store operation a request waits for is a client
- * span named as the conventions name database spans (`SELECT pets`), with db.system and no
- * parameter value. A create waits for its group-commit batch (its commit and WAL flush), so its span is that
- * wait. PostgreSQL's queries are pg's instrumentation's spans. On both, an idempotent create is an
- * `idempotency check` span with its outcome (created, replayed, mismatch), the queries inside it.
- */
+/** SQLite has no instrumentation of its own: a client span per store operation, no parameter value. */
 function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.getTracer>): S {
   const traced = Object.create(store) as S
   const wrap = <K extends Method<S>>(method: K, name: string, attributes: Record<string, string | boolean>, after?: (result: unknown, span: Span) => void): void => {

@@ -3,7 +3,7 @@ import type { Tracing } from './tracing-types.js'
 
 export type { TraceFields, Tracing } from './tracing-types.js'
 
-/** Starts tracing when the configuration turns it on; before the store and the app are made. */
+/** Call before the store and the app are made (instrumentation patches their drivers). */
 export async function startTracing (config: Pick<Config, 'tracing' | 'database' | 'redisUrl'>): Promise<Tracing | undefined> {
   if (config.tracing === undefined) return undefined
   return await (await import('./tracing-sdk.js')).startSdk(config.tracing, { postgres: config.database.kind === 'postgres', redis: config.redisUrl !== undefined })

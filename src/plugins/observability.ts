@@ -7,16 +7,11 @@ import type { Metrics } from '../observability/metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The Prometheus counters of this app; plugins count what they refuse (rate limits, overload, store errors). */
     metrics: Metrics
   }
 }
 
-/**
- * The access log and the request metrics: one `request completed` line per request, with what an
- * operator needs and nothing secret (no header, no body; keys in the URL redacted), and the request
- * counted by method, route template and status. Fastify's own request logging is off (app.ts).
- */
+/** The access line (nothing secret: no header, no body, keys in the URL redacted) and request metrics. */
 async function observability (app: FastifyInstance, opts: { metrics: Metrics, tracing?: Tracing }): Promise<void> {
   const { metrics, tracing } = opts
   app.decorate('metrics', metrics)

@@ -12,9 +12,7 @@ import { JSON_TYPE } from '../http/media-types.js'
 
 type Json = Record<string, unknown>
 
-// Short on purpose: the docs page shows it above every operation. What holds for every request (the
-// edge answers, X-Request-Id, unrouted requests) is in the responses themselves (the shared ones in
-// components/responses), x-unrouted-requests and the Error schema, and in docs/reference/http-api.md.
+// Short: the docs page shows it above every operation; the rest is in the responses and http-api.md.
 const INFO_DESCRIPTION = [
   'The Petstore v1 JSON-over-HTTP interface: a store of animals.',
   '',
@@ -28,11 +26,7 @@ const INFO_DESCRIPTION = [
     '(`components/responses`) and listed a line each after an operation\'s own; 429 and 503 also carry `Retry-After`.'
 ].join('\n')
 
-/**
- * The document's servers, named for readers: first this server by a relative URL (whatever host name
- * the reader used, so the docs page's "Try it out" works behind any proxy or with HOST=0.0.0.0), then
- * the configured production and staging addresses.
- */
+/** This server first, by a relative URL, so "Try it out" works behind any proxy; then the configured ones. */
 function servers (config: Readonly<Config>): Array<{ url: string, description: string }> {
   const list = [{ url: '/v1', description: 'This server (where this document was fetched from)' }]
   if (config.publicBaseUrl !== undefined) list.push({ url: config.publicBaseUrl, description: 'Production' })
@@ -40,10 +34,7 @@ function servers (config: Readonly<Config>): Array<{ url: string, description: s
   return list
 }
 
-/**
- * Moves our `x-required` marker from a header's schema to the header object (swagger copies the
- * route's header schemas as they are), so the document says which headers every response carries.
- */
+/** swagger copies header schemas as they are: our `x-required` marker moves to the header object. */
 function liftRequiredHeaders (document: Json): Json {
   for (const item of Object.values(document.paths as Record<string, Json>)) {
     for (const op of Object.values(item) as Json[]) {
@@ -63,11 +54,7 @@ function liftRequiredHeaders (document: Json): Json {
   return document
 }
 
-/**
- * Names each header once in components/headers and refers to it from every response that carries it
- * (the same header is on most responses: X-Request-Id on all of them). A name used with two
- * different definitions (Link) stays inline.
- */
+/** Each header once in components/headers; a name with two different definitions (Link) stays inline. */
 function shareHeaders (document: Json): Json {
   const uses = new Map<string, Json[]>()
   const each = (f: (headers: Record<string, Json>, name: string) => void): void => {
@@ -93,12 +80,7 @@ function shareHeaders (document: Json): Json {
   return document
 }
 
-/**
- * The statuses every operation can answer whatever it does (authentication, the edge checks, body
- * limits, overload, shutdown): described once each in components/responses, and referred to from
- * every operation that answers them, so an operation's own answers stand out. The docs page shows
- * the referred ones in a line each, after the operation's own.
- */
+/** Statuses any operation can answer: one shared component each, so an operation's own answers stand out. */
 export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503'])
 
 /** "Request headers too large: an `Error`…" → "RequestHeadersTooLarge". */
@@ -107,11 +89,8 @@ function responseName (description: string): string {
 }
 
 /**
- * Moves the responses of the shared statuses into components/responses. Identical responses are
- * one component; a status answered differently by some operations (getPet adds its deprecation
- * headers, the health checks carry no RateLimit) has one component per variant: the one most
- * operations use keeps the plain name, another is suffixed with the first operation that uses it.
- * Every response keeps all its headers, so the document still names each header every answer carries.
+ * A shared status answered differently by some operations (getPet's deprecation headers) has one
+ * component per variant: the most used keeps the plain name, others take their first operation's.
  */
 function shareResponses (document: Json): Json {
   const variants = new Map<string, { status: string, response: Json, users: Array<{ opId: string, responses: Json }> }>()
@@ -146,7 +125,6 @@ function shareResponses (document: Json): Json {
   return document
 }
 
-/** Each operation's code samples (curl, the TypeScript client, fetch) as `x-codeSamples`. */
 function addCodeSamples (document: Json): Json {
   for (const item of Object.values(document.paths as Record<string, Json>)) {
     for (const op of Object.values(item) as Json[]) {
@@ -157,7 +135,6 @@ function addCodeSamples (document: Json): Json {
   return document
 }
 
-/** @fastify/swagger's options: the document's fixed parts, and how it is shaped from the routes. */
 function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions {
   const list = servers(config)
   // Routes outside /v1 (health) are served from the origin of each base address.
@@ -208,7 +185,6 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
   }
 }
 
-/** The document (JSON text or YAML) and the docs page, served by a Fastify app of their own. */
 export interface DocsApp {
   document: (format: 'json' | 'yaml') => string
   inject: FastifyInstance['inject']
@@ -216,24 +192,15 @@ export interface DocsApp {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The docs app, built on first use (see openApiPlugin). */
     docsApp: () => Promise<DocsApp>
   }
 }
 
 /**
- * The OpenAPI 3.1 document, generated by @fastify/swagger from the routes' own schemas (the ones
- * Fastify serializes with), so it cannot describe a different service; and the /docs page
- * (@fastify/swagger-ui). Register before any route.
- *
- * Neither is needed to answer the first request, and together they are a large share of a start's
- * CPU (@fastify/swagger, its YAML library, @fastify/swagger-ui with @fastify/static reading its
- * assets). So at start this plugin only records what
- * @fastify/swagger's own hooks record (each route as added, and at ready the shared schemas of
- * every scope), and the first request for the document or the page builds a small Fastify app
- * that loads both packages, is given those schemas and the visible routes (handlers aside, validation off:
- * only their options matter to the document) and answers from then on. The routes are the same
- * objects the service serves with, so the document is the same: `npm run openapi:check` compares it.
+ * The OpenAPI document, generated by @fastify/swagger from the routes' own schemas (so it cannot
+ * describe a different service), and the /docs page. Register before any route. Neither is needed for
+ * the first request and both are costly to load, so at start this only records what @fastify/swagger's
+ * hooks would; the first request for either builds a small app from the same route objects.
  */
 async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
   const routes: RouteOptions[] = []
@@ -264,7 +231,6 @@ export const openApiPlugin = fp(openApi, { name: 'petstore-openapi' })
 async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOptions[], shared: ReadonlyMap<string, unknown>): Promise<DocsApp> {
   const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([import('@fastify/swagger'), import('@fastify/swagger-ui')])
   const docs = Fastify({ logger: false, exposeHeadRoutes: false })
-  // Only the routes' options matter here: nothing is validated or serialized by a schema.
   docs.setValidatorCompiler(() => () => true)
   docs.setSerializerCompiler(() => (data) => JSON.stringify(data))
   await docs.register(swagger, swaggerOptions(config))
@@ -296,7 +262,7 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
     app.get(url, { schema: { hide: true } }, async (request, reply) => {
       const docs = await app.docsApp()
       // Always GET: for HEAD, Fastify sends the headers of the GET answer without its body.
-      // As a stream: the page's scripts (megabytes) are piped from the file, not buffered per request.
+      // As a stream: the page's large scripts are piped from the file, not buffered per request.
       const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers, payloadAsStream: true })
       const body = res.stream()
       // A missing file: the service's own 404 (or 405), as for any other path.
@@ -312,8 +278,7 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
       reply.code(res.statusCode)
-      // A 304 or a redirect has no body: sent without one, so no Content-Length on the 304 (RFC 9110
-      // §8.6) and no made-up Content-Type on the redirect.
+      // No body: no Content-Length on a 304 (RFC 9110 §8.6), no made-up Content-Type on a redirect.
       if (res.statusCode === 304 || res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)) {
         body.destroy()
         return reply.send(headNoBody(request))

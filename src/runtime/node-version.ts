@@ -1,15 +1,10 @@
-/*
- * Imported first by every entry point, before anything loads better-sqlite3, which needs Node >= 22.14
- * and crashes older ones. On an older Node the same entry is run again on the runtime `npm install`
- * put next to the package (scripts/runtime.mjs), with the same arguments, environment and streams;
- * this process stays as its launcher, forwards signals and ends as the child ends (if it is killed
- * outright, the child sees fd 3 close and stops as on SIGTERM). docs/reference/node-runtime.md.
- */
+// Imported first by every entry: better-sqlite3 crashes a Node older than 22.14. There, the entry runs
+// again on the Node `npm install` put beside the package, and this process stays as its launcher
+// (docs/reference/node-runtime.md).
 import module from 'node:module'
 
 const require = module.createRequire(import.meta.url)
 
-/** Set in the re-run child's environment: the Node version of the launcher. */
 const RELAUNCHED = 'PETSTORE_RELAUNCHED_FROM'
 const FORWARDED = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'] as const
 
@@ -18,7 +13,6 @@ function supported (version: string): boolean {
   return major > 22 || (major === 22 && minor >= 14)
 }
 
-/** The runtimes an install puts next to the package (this file is in dist/ or src/, one below it). */
 function pinnedRuntimes (): string[] {
   const { fileURLToPath } = require('node:url') as typeof import('node:url')
   const modules = fileURLToPath(new URL('../../node_modules/', import.meta.url))
@@ -33,7 +27,6 @@ function refuse (): never {
   process.exit(1)
 }
 
-/** Runs this entry again on `runtime`; ends this process as the child ends. */
 function relaunch (runtime: string): void {
   const { spawn } = require('node:child_process') as typeof import('node:child_process')
   const { constants } = require('node:os') as typeof import('node:os')
@@ -62,14 +55,12 @@ if (!supported(process.versions.node)) {
   const runtime = process.env[RELAUNCHED] === undefined ? pinnedRuntimes().find(p => existsSync(p)) : undefined
   if (runtime === undefined) refuse()
   relaunch(runtime)
-  // Nothing else of this process's modules may be evaluated (they would load better-sqlite3 on this
-  // Node): a top-level await that never settles holds the evaluation of every module that imports
-  // this one, and this process lives on as the launcher only, until the child's exit ends it.
+  // Never settles: no module importing this one is evaluated (it would load better-sqlite3 on this
+  // Node); this process lives on as the launcher only.
   await new Promise<never>(() => {})
 } else if (process.env[RELAUNCHED] !== undefined) {
   delete process.env[RELAUNCHED]
-  // fd 3 is the launcher's pipe: it closes when the launcher ends. Then stop as a supervisor's SIGTERM
-  // would have it. Unreferenced, so it never keeps this process alive.
+  // fd 3 is the launcher's pipe: it closes when the launcher ends, even killed outright.
   try {
     const { Socket } = require('node:net') as typeof import('node:net')
     const launcher = new Socket({ fd: 3, readable: true, writable: false })

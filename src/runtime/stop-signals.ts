@@ -2,19 +2,13 @@ import { readFileSync } from 'node:fs'
 import closeWithGrace from 'close-with-grace'
 
 /**
- * What asks the server to stop, handed to start-server.ts's shutdown, which runs once:
- * - SIGTERM or SIGINT. A repeat of the first signal within REPEAT_MS is the same request (Ctrl-C and
- *   systemd's control-group kill reach npm and the server alike, and launchers forward their copy);
- *   another signal while stopping, or the same one later, exits 1 at once.
- * - With `launcher` (started by npm: launcherLinks()), the end of a process of the launch chain, as
- *   if it had sent SIGTERM: npm's `sh -c` dies of a forwarded signal without passing it on, and a
- *   SIGKILL of npm passes nothing on.
- * - Anything else close-with-grace handles (an uncaught error, SIGHUP...), with its own rule.
- * `delayMs` bounds the whole shutdown: past it close-with-grace logs and exits 1.
+ * Why the server stops. A repeat of the first SIGTERM/SIGINT within REPEAT_MS is the same request
+ * (Ctrl-C and systemd's control-group kill reach npm and the server alike); another signal exits 1.
+ * With `launcher`, the end of a process of the launch chain counts as SIGTERM: npm's `sh -c` does not
+ * pass a forwarded signal on, and a SIGKILL of npm passes nothing on.
  */
 export interface StopCause {
   signal?: string
-  /** The launching process ended (only watched with `launcher`). */
   launcherExited?: true
   err?: Error
 }
@@ -58,15 +52,9 @@ export function onStopRequest (
   }
 }
 
-/** A process and its parent, as they were when the server started. */
 export interface Link { pid: number, ppid: number }
 
-/**
- * The chain from this process up to the one that launched it: this process and its parent; and
- * when that parent is a shell running one command line (`sh -c …`: npm's way to run `npx` commands
- * and scripts), also the shell and its own parent. Read from /proc; where there is none, the
- * parent alone.
- */
+/** This process and its parent, and the parent's own when that is a `sh -c` (how npm runs scripts). */
 export function launcherLinks (): Link[] {
   const links = [{ pid: process.pid, ppid: process.ppid }]
   const argv = readProc(process.ppid, 'cmdline')?.split('\0')
@@ -75,7 +63,6 @@ export function launcherLinks (): Link[] {
   return links
 }
 
-/** The parent of `pid` now; undefined once it has ended (or without /proc). */
 function parentOf (pid: number): number | undefined {
   if (pid === process.pid) return process.ppid
   const stat = readProc(pid, 'stat')

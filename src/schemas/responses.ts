@@ -2,16 +2,10 @@ import type { TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from '../errors.js'
 import { ErrorSchema, Ref } from './common.js'
 
-/*
- * Response definitions in the shape both Fastify and @fastify/swagger read: Fastify serializes the
- * body with `content[mediaType].schema`; swagger copies `description`, `headers` and `content` into
- * the OpenAPI document. So a route's `response` map is the one description of what it answers.
- */
+// Read by Fastify (it serializes with `content[mediaType].schema`) and by @fastify/swagger (the
+// document), so a route's `response` map is the one description of what it answers.
 
-/**
- * A response header, as a JSON Schema plus its description. `x-required` marks a header that every
- * such response carries; the OpenAPI plugin turns it into the header object's `required: true`.
- */
+/** `x-required`: every such response carries it (the OpenAPI plugin makes it `required: true`). */
 export interface HeaderSchema {
   type: 'string'
   description: string
@@ -23,7 +17,6 @@ export interface HeaderSchema {
 export const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'description'> = {}): HeaderSchema =>
   ({ type: 'string', description, ...extra })
 
-/** Every header the service sets on purpose (header names are case-insensitive; the document uses the usual spelling). */
 export const Headers = {
   requestId: header('Id of this request, as logged: the client\'s own `X-Request-Id` (1–128 of `A-Za-z0-9._:-`), else a UUID.', { pattern: '^[A-Za-z0-9._:-]{1,128}$', 'x-required': true }),
   location: header('Path of the created animal.', { pattern: '^/v1/pets/-?[0-9]+$', example: '/v1/pets/1', 'x-required': true }),
@@ -46,7 +39,6 @@ export const Headers = {
 /** Present on /v1 answers while rate limits are on (RATE_LIMIT_MAX, RATE_LIMIT_ANON_MAX). */
 export const RateLimitHeaders = { RateLimit: Headers.rateLimit, 'RateLimit-Policy': Headers.rateLimitPolicy }
 
-/** 304 for a conditional read whose If-None-Match names the current ETag: no body. */
 export function notModified (headers: Record<string, HeaderSchema> = {}): object {
   return {
     description: 'Not modified: `If-None-Match` names the current ETag; no body.',
@@ -57,7 +49,6 @@ export function notModified (headers: Record<string, HeaderSchema> = {}): object
 
 type HeaderMap = Record<string, HeaderSchema>
 
-/** A successful JSON response. */
 export function jsonResponse (description: string, schema: TSchema, headers: HeaderMap = {}): object {
   return {
     description,
@@ -95,37 +86,24 @@ function headersFor (status: number): HeaderMap {
   return {}
 }
 
-/**
- * Answers any request can get, whatever operation it addresses, because they are decided at the
- * edge: by Node's HTTP parser (malformed or oversized request, too slow), by the checks before
- * routing (hardening.ts: target length and fragment, Host, repeated singleton headers, transfer
- * codings), by `Expect`, or by shutdown and overload shedding.
- */
+/** Decided at the edge (the parser, hardening.ts, `Expect`, shutdown, overload), so any request can get them. */
 export const EDGE_CODES = ['bad_request', 'request_timeout', 'uri_too_long', 'expectation_failed', 'header_too_large', 'not_implemented', 'service_unavailable'] as const satisfies readonly ErrorCode[]
 
-/**
- * Codes Node's HTTP parser can answer (client-errors.ts), before the request reaches a route: such
- * an answer carries only what every response carries (X-Request-Id, nosniff, Cache-Control), none
- * of an operation's own headers.
- */
+/** Node's HTTP parser can answer these before routing, with none of an operation's own headers. */
 const PARSER_CODES: ReadonlySet<ErrorCode> = new Set(['bad_request', 'request_timeout', 'uri_too_long', 'header_too_large'])
 
 /** Codes only the parser answers: a status given only by these carries none of an operation's own headers. */
 const PARSER_ONLY: ReadonlySet<ErrorCode> = new Set(['request_timeout', 'header_too_large'])
 
-/**
- * Edge codes answered before the rate limits are counted (by the parser, or by the edge checks on
- * arrival): a status given only by these never carries RateLimit headers.
- */
+/** Answered before the rate limits count: a status given only by these carries no RateLimit headers. */
 const BEFORE_LIMITS: ReadonlySet<ErrorCode> = new Set([...PARSER_CODES, 'not_implemented'])
 
-/** The headers of a status only the edge answers, before the rate limits: all but RateLimit's. */
 function beforeLimits (headers: HeaderMap): HeaderMap {
   const { RateLimit: _limit, 'RateLimit-Policy': _policy, ...rest } = headers
   return rest
 }
 
-/** An operation's headers on a status the parser can also answer: listed, not promised (present on the operation's own answers only). */
+/** Listed, not promised: the parser's answer with the same status lacks them. */
 function notOnParserAnswers (headers: HeaderMap): HeaderMap {
   const out: HeaderMap = {}
   for (const [name, h] of Object.entries(headers)) {
@@ -135,19 +113,12 @@ function notOnParserAnswers (headers: HeaderMap): HeaderMap {
   return out
 }
 
-/**
- * What the authentication policy (plugins/auth.ts) can answer to any /v1 request before it reaches
- * an operation: no key, a refused or expired one (401), or over a limit (429).
- */
+/** What authentication (plugins/auth.ts) can answer to any /v1 request before it reaches an operation. */
 export const AUTHENTICATION_CODES = ['unauthorized', 'key_expired', 'rate_limited'] as const satisfies readonly ErrorCode[]
-/** ...and to a request for an operation, which needs a scope (its `config.scope`): 403 when the key lacks it. */
+/** ...and to an operation, which needs a scope (its `config.scope`). */
 export const AUTHORIZATION_CODES = [...AUTHENTICATION_CODES, 'insufficient_scope'] as const satisfies readonly ErrorCode[]
 
-/**
- * The error responses of an operation, from the catalogue codes it can answer (the edge codes
- * above are always added): one response per status, each an Error object, its description naming
- * the codes.
- */
+/** One Error response per status, its description naming the codes; the edge codes are always added. */
 export function errorResponses (codes: readonly ErrorCode[], extraHeaders: HeaderMap = {}): Record<number, object> {
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of [...new Set([...codes, ...EDGE_CODES])]) {
@@ -158,8 +129,7 @@ export function errorResponses (codes: readonly ErrorCode[], extraHeaders: Heade
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     const edgeOnly = list.every(c => BEFORE_LIMITS.has(c) && !codes.includes(c))
     const extra = list.every(c => PARSER_ONLY.has(c)) ? {} : edgeOnly ? beforeLimits(extraHeaders) : extraHeaders
-    // The codes only: what each means is the Error schema's x-error-codes (docs/reference/errors.md),
-    // so an expanded operation on the docs page stays a few screens long.
+    // The codes only: what each means is the Error schema's x-error-codes, once.
     const named = list.map(c => `\`${c}\``).join(', ')
     out[status] = {
       description: `${STATUS_TEXT[status] ?? 'Error'}: an \`Error\` whose \`code\` ${list.length === 1 ? 'is' : 'is one of'} ${named}.`,
