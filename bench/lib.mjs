@@ -98,7 +98,7 @@ export async function waitReady (port, path, deadlineMs, child) {
  * The production service (dist/server.js) as `npm start` runs it, its log in the scratch directory,
  * ready when /readyz answers 200. One API key drives all the load of a bench: its rate limit is
  * raised out of reach (not turned off), so the limiter still does its per-request work but never
- * answers 429. SIGTERM stops it without the rolling-restart drain (SHUTDOWN_DELAY_MS=0), so stop()
+ * answers 429. SIGTERM stops it without the rolling-restart drain (SHUTDOWN_DRAIN_MS=0), so stop()
  * is quick. `env` adds to or overrides that (DATABASE_URL, LOG_LEVEL…). BENCH_NODE_ARGS passes
  * flags to node (e.g. --cpu-prof). readyMs: spawn → first 200 from /readyz.
  * @param {ReturnType<typeof scratch>} session
@@ -117,7 +117,7 @@ export async function startService (session, name, env, storeOptions) {
   const child = session.spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...entry], {
     cwd: ROOT,
     stdio: ['ignore', logFd, logFd],
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DELAY_MS: '0', ...env }
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0', ...env }
   })
   closeSync(logFd)
   try {

@@ -43,7 +43,7 @@ mkdirSync(outDir, { recursive: true })
 const port = 20000 + Math.floor(Math.random() * 20000)
 const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${scenario}${cors ? '-cors' : ''}-${Date.now()}.cpuprofile`, join(ROOT, 'dist/server.js')], {
   stdio: ['ignore', 'ignore', 'inherit'],
-  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DELAY_MS: '0', ...(cors ? { CORS_ORIGINS: ORIGIN } : {}) }
+  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0', ...(cors ? { CORS_ORIGINS: ORIGIN } : {}) }
 })
 for (;;) {
   const ok = await new Promise(resolve => request({ host: '127.0.0.1', port, path: '/readyz' }, res => { res.resume(); resolve(res.statusCode === 200) }).on('error', () => resolve(false)).end())

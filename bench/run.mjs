@@ -4,7 +4,8 @@
 // `npm run bench -- --only=pg` (or BENCH_ONLY=pg) runs scenario 8 (PostgreSQL) alone; `--only=cold`
 // runs scenario 7 (cold start on a 1M-pet store, next to a bare node:http process) alone; `--only=reads`
 // runs the read scenarios 1–2 and 8.1–8.2 alone (about a minute), for work on the hot path;
-// `--only=mix` runs the realistic mix (bench/mix.mjs, where most reads miss the cache) alone. A full
+// `--only=mix` runs the realistic mix (bench/mix.mjs, where most reads miss the cache) alone;
+// `--only=compress` runs scenario 9 (a cached 100-pet page, identity next to gzip) alone. A full
 // run ends with the mix.
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -22,8 +23,8 @@ const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
 const { CursorCodec } = await import(join(DIST, 'services/cursor.js'))
 
 const ONLY = (process.argv.find(a => a.startsWith('--only='))?.slice(7) ?? process.env.BENCH_ONLY ?? 'all')
-if (!['all', 'pg', 'cold', 'reads', 'mix'].includes(ONLY)) {
-  process.stderr.write(`bench: --only=${ONLY} is not known (all, pg, cold, reads, mix)\n`)
+if (!['all', 'pg', 'cold', 'reads', 'mix', 'compress'].includes(ONLY)) {
+  process.stderr.write(`bench: --only=${ONLY} is not known (all, pg, cold, reads, mix, compress)\n`)
   process.exit(2)
 }
 if (ONLY === 'mix') process.exit(spawnSync(process.execPath, [join(ROOT, 'bench/mix.mjs')], { stdio: 'inherit' }).status ?? 1)
@@ -278,7 +279,7 @@ const HEALTH_BODY = '{"status":"ok"}'
 async function coldStartOnce (args, env, readiness) {
   const port = await freePort()
   const started = process.hrtime.bigint()
-  const child = session.spawn(process.execPath, [...args(port)], { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'], env: { PATH: process.env.PATH, SHUTDOWN_DELAY_MS: '0', ...env(port) } })
+  const child = session.spawn(process.execPath, [...args(port)], { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'], env: { PATH: process.env.PATH, SHUTDOWN_DRAIN_MS: '0', ...env(port) } })
   await waitReady(port, '/healthz', 30000)
   const healthMs = Number(process.hrtime.bigint() - started) / 1e6
   const cpuMs = cpuSeconds([child.pid]) * 1000
@@ -324,12 +325,15 @@ async function coldStart (bigDb) {
 
 // ---------------------------------------------------------------------------------------------
 const LIST = '/v1/pets?limit=20'
+/** A full page of 100 pets (the store holds more): kept by the read cache. */
+const PAGE100 = '/v1/pets?limit=100'
 const PET = '/v1/pets/500'
 const post = { path: '/v1/pets', method: 'POST', headers: POST_HEADERS, body: POST_BODY }
 let base
 let responses
 let preloadBigMs
 let coldSummary
+let compressSummary
 const readCache = {}
 const t0 = Date.now()
 const targets = []
@@ -395,6 +399,31 @@ async function featureReads (dbPath) {
   }
 }
 
+/**
+ * Scenario 9: a cached full page of 100 pets read as it is and with `Accept-Encoding: gzip`, from the
+ * same service process, runs alternated: bytes per response (the body on the wire) and server CPU per
+ * request. The gzip bytes are made on the first request and kept with the cached page, so the gzip
+ * row measures sending them, not compressing.
+ */
+async function compressedRead (svc) {
+  log('9. compressed cached read: list limit=100, identity vs gzip')
+  const gzipHeaders = { ...AUTH, 'accept-encoding': 'gzip' }
+  const plain = await httpCall(svc.port, 'GET', PAGE100, AUTH)
+  const gzip = await httpCall(svc.port, 'GET', PAGE100, gzipHeaders)
+  if (plain.status !== 200 || gzip.status !== 200 || gzip.headers['content-encoding'] !== 'gzip' || plain.headers['content-encoding'] !== undefined) {
+    throw new Error(`scenario 9: expected 200 identity and 200 gzip, got ${plain.status} ${plain.headers['content-encoding']} / ${gzip.status} ${gzip.headers['content-encoding']}`)
+  }
+  const s9 = await sideBySide('9 list limit=100, cached', { ...svc, name: 'service identity' }, { path: PAGE100 }, { ...svc, name: 'service gzip' }, { path: PAGE100, headers: gzipHeaders })
+  s9.sa.bytesPerResponse = plain.body.length
+  s9.sb.bytesPerResponse = gzip.body.length
+  // The gzip row's ratios: its req/s and bytes over identity's; CPU ratio as elsewhere, identity / gzip.
+  s9.sb.ratio = s9.sb.rps / s9.sa.rps
+  s9.sb.cpuRatio = s9.sa.cpuUsPerReq / s9.sb.cpuUsPerReq
+  s9.sb.bytesRatio = gzip.body.length / plain.body.length
+  log(`  bytes per response: identity ${plain.body.length}, gzip ${gzip.body.length} (${fmt(s9.sb.bytesRatio * 100, 1)}%); CPU µs/req identity ${fmt(s9.sa.cpuUsPerReq, 1)}, gzip ${fmt(s9.sb.cpuUsPerReq, 1)}`)
+  compressSummary = { identityBytes: plain.body.length, gzipBytes: gzip.body.length, identityCpuUsPerReq: s9.sa.cpuUsPerReq, gzipCpuUsPerReq: s9.sb.cpuUsPerReq }
+}
+
 log(`bench: ${DURATION}s runs, ${CONNECTIONS} connections, ${coreCount} cores, ${canPin ? 'servers pinned to core 0, load generator to core 1' : 'no CPU pinning (taskset missing or 1 core)'}`)
 const loadBefore = loadavg()
 const loadText = (l) => l.map(x => x.toFixed(2)).join(' / ')
@@ -427,6 +456,8 @@ if (ONLY === 'all') {
   base = await startBaseline(responses)
 
   const { s1, s2 } = await sqliteReads(svc, smallDb)
+
+  await compressedRead(svc)
 
   log('logger cost: getPet with LOG_LEVEL=warn (no per-request lines) next to info, as npm start runs')
   const quiet = await startService('service warn-log', smallDb, { LOG_LEVEL: 'warn' })
@@ -497,6 +528,13 @@ if (ONLY === 'reads') {
   responses = [await capture(svc, 'GET', LIST, AUTH), await capture(svc, 'GET', PET, AUTH), await capture(svc, 'POST', '/v1/pets', POST_HEADERS, POST_BODY)]
   base = await startBaseline(responses)
   await sqliteReads(svc, db)
+  await stop(svc.child)
+}
+
+if (ONLY === 'compress') {
+  const db = makeStore('small', SMALL)
+  const svc = await startService('service', db)
+  await compressedRead(svc)
   await stop(svc.child)
 }
 
@@ -584,6 +622,10 @@ const env = {
 const coldNote = (c) => c === undefined
   ? []
   : [`Scenario 7 rows: p50 = median and p99 = slowest of ${COLD_RUNS} spawn → first /healthz 200, in ms; ratio = service / bare medians; CPU ratio = CPU time to the first 200, service / bare (${c.service.cpuMs} / ${c.bare.cpuMs} ms). Each start is a new process on the built install: compile cache (filled by npm run build) and OS file cache warm.`, '']
+/** @param {{ identityBytes: number, gzipBytes: number, identityCpuUsPerReq: number, gzipCpuUsPerReq: number } | undefined} c */
+const compressNote = (c) => c === undefined
+  ? []
+  : [`Scenario 9 rows (one service, a cached 100-pet page): bytes per response (body) identity ${c.identityBytes}, gzip ${c.gzipBytes}; CPU µs/req identity ${fmt(c.identityCpuUsPerReq, 1)}, gzip ${fmt(c.gzipCpuUsPerReq, 1)}; the gzip row's ratio = its req/s / identity's, CPU ratio = identity / gzip.`, '']
 const pct = (x) => Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : '–'
 const md = [
   `Node ${env.node} · ${env.cpu} · ${env.cores} cores · ${env.pinning} · ${DURATION}s runs (PostgreSQL, scenario 8: ${PG_DURATION}s), ${CONNECTIONS} connections · ${env.date}`,
@@ -596,6 +638,7 @@ const md = [
   ...rows.map(r => `| ${r.scenario} | ${r.server} | ${r.mode} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.errors} | ${fmt(r.cpu * 100, 0)}% | ${fmt(r.cpuUsPerReq, 0)} | ${r.ratio === undefined ? '' : fmt(r.ratio, 2)} | ${r.cpuRatio === undefined ? '' : fmt(r.cpuRatio, 2)} |`),
   '',
   ...coldNote(coldSummary),
+  ...compressNote(compressSummary),
   ...(Object.keys(readCache).length === 0
     ? []
     : [
@@ -613,7 +656,7 @@ const md = [
 const outName = ONLY === 'all' ? 'latest' : `latest-${ONLY}`
 const outDir = join(ROOT, 'bench/results')
 mkdirSync(outDir, { recursive: true })
-writeFileSync(join(outDir, `${outName}.json`), JSON.stringify({ env, rows, targets, readCache, coldStart: coldSummary, postgres: pgSummary }, null, 2) + '\n')
+writeFileSync(join(outDir, `${outName}.json`), JSON.stringify({ env, rows, targets, readCache, coldStart: coldSummary, postgres: pgSummary, compressed: compressSummary }, null, 2) + '\n')
 writeFileSync(join(outDir, `${outName}.md`), md)
 process.stdout.write('\n' + md)
 log(`\nwritten: bench/results/${outName}.json, bench/results/${outName}.md (${env.totalSeconds}s)`)

@@ -32,7 +32,7 @@ const external = [
   'pg', 'ioredis', '@fastify/rate-limit', 'prom-client', 'ajv', 'pino-pretty',
   // OpenTelemetry, only while tracing is on (src/observability/tracing-sdk.ts): the SDK patches the drivers as
   // Node loads them from node_modules.
-  '@opentelemetry/*', '@fastify/otel',
+  '@opentelemetry/*',
   // Required by Fastify only when used: its default compilers (ours are lazy, schemas/lazy-compilers.ts)
   // and inject() (light-my-request).
   '@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request',

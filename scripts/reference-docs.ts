@@ -11,8 +11,9 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Argument, Command, Option } from 'commander'
 import { buildProgram } from '../src/cli/program.js'
+import { systemClock } from '../src/runtime/clock.js'
 import { EXIT_MEANINGS } from '../src/cli/exit.js'
-import { EnvSchema } from '../src/config/index.js'
+import { EnvSchema, RENAMED_SETTINGS } from '../src/config/index.js'
 import { ERROR_CODES } from '../src/errors.js'
 import { Metrics } from '../src/observability/metrics.js'
 
@@ -58,6 +59,13 @@ copy [\`.env.example\`](../../.env.example) (every variable, commented out at it
 with \`set -a; . ./.env; set +a\`.
 
 ${table(['Variable', 'Default', 'Allowed', 'Meaning'], envProperties().map(([name, p]) => [`\`${name}\``, defaultOf(p), allowed(p), p.description ?? '']))}
+
+## Renamed settings
+
+Still read by their old name for one minor version after the rename (the start logs a warning
+naming the new one; setting both is refused). See CHANGELOG.md, "Deprecated".
+
+${table(['Old name', 'New name'], Object.entries(RENAMED_SETTINGS).map(([old, now]) => [`\`${old}\``, `\`${now}\``]))}
 `
 }
 
@@ -112,7 +120,7 @@ function commandSection (cmd: Command): string {
 }
 
 function cliReference (): string {
-  const program = buildProgram()
+  const program = buildProgram(systemClock)
   const sections: string[] = []
   const walk = (cmd: Command): void => {
     for (const sub of cmd.commands) {
@@ -173,14 +181,18 @@ Which operation answers which code: [the HTTP API reference](http-api.md).
 
 // --- metrics -------------------------------------------------------------------------------------
 
-interface RegistryMetric { name: string, help: string, labelNames?: readonly string[], get: () => Promise<{ type: string }> }
+interface RegistryMetric { name: string, help: string, labelNames?: readonly string[], get: () => Promise<{ type: string, values: Array<{ labels: Record<string, unknown> }> }> }
 
 async function metricsOf (postgres: boolean): Promise<Map<string, { type: string, help: string, labels: readonly string[] }>> {
-  const store = postgres ? { poolStats: () => ({ total: 0, idle: 0, waiting: 0 }), namedStatements: () => true } : {}
-  const registry = new Metrics(store).registry
+  const store = postgres ? { poolStats: () => ({ total: 0, idle: 0, waiting: 0 }), namedStatements: () => true, onNamingStopped: () => {} } : {}
+  const metrics = new Metrics(store)
+  // One request observed, so that the request-duration histogram (a registry made from its values) shows its labels.
+  metrics.observe('GET', '/', 200, 1)
+  const registry = metrics.snapshot()
   const out = new Map<string, { type: string, help: string, labels: readonly string[] }>()
   for (const m of registry.getMetricsAsArray() as unknown as RegistryMetric[]) {
-    out.set(m.name, { type: (await m.get()).type, help: m.help, labels: m.labelNames ?? [] })
+    const { type, values } = await m.get()
+    out.set(m.name, { type, help: m.help, labels: m.labelNames ?? Object.keys(values[0]?.labels ?? {}).filter(l => l !== 'le') })
   }
   return out
 }
@@ -198,6 +210,13 @@ With \`METRICS_PORT\` set (e.g. \`9464\`), each instance serves Prometheus metri
 \`GET /metrics\` on a listener of its own (\`METRICS_HOST\`, loopback by default), never on the API
 port. Besides these, the listener exports prom-client's default process metrics (CPU, memory, event
 loop lag, garbage collection), each prefixed \`petstore_\`.
+
+**Decision**: a series without a value is left out, never shown as 0, NaN or a sentinel. The
+event-loop delay gauges (\`petstore_nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds\`)
+report the delays sampled since the previous scrape (every 10 ms); with none sampled (the first
+scrape after a start, or two scrapes within 10 ms) they have no series, where prom-client's own
+would read a minimum of 9223372036.85 s and a mean of NaN, and 0 would claim a loop without delay.
+Alert rules and dashboards read a missing series as "no data".
 
 ${table(['Metric', 'Type', 'Labels', 'Meaning'], rows)}
 `

@@ -1,7 +1,6 @@
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import type { Config } from './config/index.js'
-import { requestLogger } from './logging/request-logger.js'
 import bearerAuth from './plugins/auth.js'
 import beforeBody from './plugins/before-body.js'
 import { clientErrorHandler } from './http/client-errors.js'
@@ -25,12 +24,13 @@ import { registerSchemas } from './schemas/index.js'
 import { lazyCompilers } from './schemas/lazy-compilers.js'
 import type { Store } from './store/store.js'
 import type { Tracing } from './observability/tracing.js'
+import { systemClock, type Clock } from './runtime/clock.js'
 
 export interface AppOptions {
   config: Readonly<Config>
   store: Store
-  /** The clock (ms since epoch); tests inject one to cross the getPet sunset. */
-  now?: () => number
+  /** The clock every time-based decision reads (runtime/clock.ts); tests inject one they move. */
+  now?: Clock
   /** pino options or false; the entry file chooses, tests keep it quiet. */
   logger?: FastifyServerOptions['logger']
   /** Where the counters go; the entry file serves them on METRICS_PORT. */
@@ -66,7 +66,7 @@ const REQUEST_STEPS: RequestSteps = {
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
-export async function buildApp ({ config, store, now = Date.now, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, tracing }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store, now = systemClock, logger = false, metrics = new Metrics(store), pressureSampleIntervalMs, tracing }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, logger))
   let built = false
   // The first onClose hook, so the last to run (Fastify runs them in reverse order of registration).
@@ -85,8 +85,8 @@ export async function buildApp ({ config, store, now = Date.now, logger = false,
     await app.register(storeNotices, { store })
     installJsonBodyParser(app, config.bodyLimit)
     await app.register(beforeBody)
-    await app.register(rateLimits, { config })
-    await app.register(bearerAuth, { store, keyCacheTtlMs: config.keyCacheTtlMs })
+    await app.register(rateLimits, { config, now })
+    await app.register(bearerAuth, { store, keyCacheTtlMs: config.keyCacheTtlMs, now })
     await app.register(openApiPlugin, { config })
     registerSchemas(app)
     await app.register(docsRoutes)
@@ -113,8 +113,6 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
         },
     // One line per request, written by the observability plugin with what an operator needs and nothing secret.
     logController: new LogController({ disableRequestLogging: true }),
-    // request.log made only when something logs through it (request-logger.ts).
-    ...(logger === false ? {} : { childLoggerFactory: requestLogger }),
     bodyLimit: config.bodyLimit,
     // Off on purpose: with it set, Fastify takes any X-Request-Id as-is; the requestId plugin keeps only well-formed ones.
     requestIdHeader: false,

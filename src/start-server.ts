@@ -6,18 +6,18 @@ import { describeFailure, describeListenFailure } from './runtime/describe-failu
 import { handOutFirstKey } from './services/first-key.js'
 import { openLog } from './logging/logger.js'
 import { buildMetricsApp, Metrics } from './observability/metrics.js'
+import { systemClock } from './runtime/clock.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
 import { openStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
+import { hasBackgroundWriter } from './store/store.js'
 import { startTracing, type Tracing } from './observability/tracing.js'
 
 /**
- * The service's start (server.ts is the entry): config → store → app → listen (API, and /metrics on its own port), with
- * graceful shutdown on SIGTERM/SIGINT (what else stops it: runtime/stop-signals.ts): (SIGTERM: first
- * SHUTDOWN_DELAY_MS of readiness 503 while still serving) stop accepting, close idle keep-alive sockets at once, let
- * in-flight requests finish (at most SHUTDOWN_TIMEOUT_MS), close the store last, exit 0.
- * Production defaults live here: the logger choice (pretty on a terminal, JSON otherwise) and
- * where the first key goes. Any start-up failure is one line on stderr and exit 1.
+ * The service's start: config → tracing → store → app → listen (API, and /metrics on its own port).
+ * Shutdown (runtime/stop-signals.ts says what asks for it): on SIGTERM first SHUTDOWN_DRAIN_MS of
+ * readiness 503 while serving; then stop accepting, let in-flight requests finish (at most
+ * SHUTDOWN_TIMEOUT_MS), close the store last, exit 0. A start-up failure is one line and exit 1.
  */
 export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOptions: StoreOptions = {}): Promise<void> {
   // Read first: a launcher that ends while the server starts must still count as ended.
@@ -50,8 +50,9 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   metrics.watchLogLinesDropped(log.dropped)
   let app: FastifyInstance
   try {
-    app = await buildApp({ config, store, metrics, logger: log.options, tracing })
+    app = await buildApp({ config, store, metrics, logger: log.options, tracing, now: systemClock })
     app.log.info(`store: ${describeLocation(config.database)}`)
+    for (const [old, now] of config.renamedSettings) app.log.warn({ setting: old, renamed: now }, `${old} is deprecated: it is read as ${now}, its new name; rename it before the next minor version`)
   } catch (err) {
     await store.close().catch(() => {})
     await log.end()
@@ -60,15 +61,15 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
 
   // The grace period covers the drain and then SHUTDOWN_TIMEOUT_MS for in-flight requests.
-  onStopRequest({ delayMs: config.shutdownDelayMs + config.shutdownTimeoutMs, launcher: config.stopWithLauncher ? launcher : undefined, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, launcherExited, err }) => {
+  onStopRequest({ delayMs: config.shutdownDrainMs + config.shutdownTimeoutMs, launcher: config.stopWithLauncher ? launcher : undefined, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, launcherExited, err }) => {
     if (err !== undefined) {
       app.log.error({ err }, 'shutting down after an uncaught error')
     } else {
       // SIGTERM is how orchestrators stop an instance: drain first. SIGINT is a person at a terminal:
       // at once. A launcher that ended (runtime/stop-signals.ts) gets what its SIGTERM would have.
-      if ((signal === 'SIGTERM' || launcherExited === true) && config.shutdownDelayMs > 0) {
-        app.log.info({ signal, launcherExited, delayMs: config.shutdownDelayMs }, 'shutting down: draining (readiness 503, still serving)')
-        await app.drain(config.shutdownDelayMs)
+      if ((signal === 'SIGTERM' || launcherExited === true) && config.shutdownDrainMs > 0) {
+        app.log.info({ signal, launcherExited, delayMs: config.shutdownDrainMs }, 'shutting down: draining (readiness 503, still serving)')
+        await app.drain(config.shutdownDrainMs)
       }
       app.log.info({ signal, launcherExited }, 'shutting down: finishing in-flight requests')
     }
@@ -89,9 +90,8 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await log.end()
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
-  // The SQLite background thread (checkpoints) boots now, beside the first requests rather than
-  // before them: its boot would delay the first answer where the process's threads share a core.
-  store.startWriter?.()
+  // The SQLite checkpoint thread boots beside the first requests, not before them.
+  if (hasBackgroundWriter(store)) store.startWriter()
   try {
     // After listening, so the curl example names the real port.
     if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile, cli: config.cli }, app.log)
@@ -114,10 +114,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
 }
 
-/**
- * A start-up failure: one line on stderr (the cause and the setting to look at; never a stack or
- * a password), exit 1. Nothing else is written for it: the line is the whole story.
- */
+/** A start-up failure: one line on stderr (cause and setting; never a stack or a password), exit 1. */
 function cannotStart (err: unknown, config?: Readonly<Config>): never {
   const line = typeof err === 'string' ? err : describeFailure(err, config)
   process.stderr.write(`petstore: cannot start: ${line}\n`)

@@ -26,6 +26,18 @@ describe('loadConfig', () => {
     assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:rel/p.db' }, '/x').database, { kind: 'sqlite', path: '/x/rel/p.db' })
   })
 
+  it('reads a renamed setting by its old name, says so, and refuses both names at once', () => {
+    const old = loadConfig({ SHUTDOWN_DELAY_MS: '2500' }, '/x')
+    assert.equal(old.shutdownDrainMs, 2500)
+    assert.deepEqual(old.renamedSettings, [['SHUTDOWN_DELAY_MS', 'SHUTDOWN_DRAIN_MS']])
+    const now = loadConfig({ SHUTDOWN_DRAIN_MS: '2500' }, '/x')
+    assert.equal(now.shutdownDrainMs, 2500)
+    assert.deepEqual(now.renamedSettings, [])
+    assert.equal(loadConfig({}, '/x').shutdownDrainMs, 5000)
+    assert.throws(() => loadConfig({ SHUTDOWN_DELAY_MS: 'x' }, '/x'), (e: unknown) => e instanceof ConfigError && /SHUTDOWN_DRAIN_MS/.test(e.message))
+    assert.throws(() => loadConfig({ SHUTDOWN_DELAY_MS: '1', SHUTDOWN_DRAIN_MS: '1' }, '/x'), (e: unknown) => e instanceof ConfigError && /SHUTDOWN_DELAY_MS: renamed SHUTDOWN_DRAIN_MS/.test(e.message))
+  })
+
   it('throws a ConfigError naming the variable for every bad value', async (t) => {
     const bad: Array<[string, string]> = [
       ['PORT', 'abc'], ['PORT', ''], ['PORT', '1.5'], ['PORT', '70000'], ['PORT', '-1'], ['PORT', '80 80'],
@@ -122,18 +134,30 @@ describe('tracing settings (OpenTelemetry)', () => {
   it('is on with an OTLP endpoint or OTEL_TRACES_EXPORTER=otlp, off otherwise and when switched off', () => {
     assert.equal(loadConfig({}).tracing, undefined)
     assert.equal(loadConfig({ OTEL_SERVICE_NAME: 'shop', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }).tracing, undefined)
-    assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, { serviceName: 'petstore' })
-    assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }).tracing, { serviceName: 'petstore' })
-    assert.deepEqual(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SERVICE_NAME: 'shop' }).tracing, { serviceName: 'shop' })
+    const w3c = ['tracecontext', 'baggage']
+    assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, { serviceName: 'petstore', protocol: 'http/protobuf', propagators: w3c })
+    assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }).tracing, { serviceName: 'petstore', protocol: 'http/protobuf', propagators: w3c })
+    assert.deepEqual(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SERVICE_NAME: 'shop' }).tracing, { serviceName: 'shop', protocol: 'http/protobuf', propagators: w3c })
     // A service.name in the resource attributes is the SDK's to apply: no default over it.
-    assert.deepEqual(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'team=pets,service.name=shop' }).tracing, { serviceName: undefined })
+    assert.deepEqual(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'team=pets,service.name=shop' }).tracing, { serviceName: undefined, protocol: 'http/protobuf', propagators: w3c })
     assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing, undefined)
     assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing, undefined)
+  })
+
+  it('takes the encoding (the traces variable first) and the propagators', () => {
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }
+    assert.equal(loadConfig({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }).tracing?.protocol, 'http/json')
+    assert.equal(loadConfig({ ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }).tracing?.protocol, 'http/protobuf')
+    assert.deepEqual(loadConfig({ ...on, OTEL_PROPAGATORS: ' baggage, tracecontext,baggage ' }).tracing?.propagators, ['baggage', 'tracecontext'])
+    assert.deepEqual(loadConfig({ ...on, OTEL_PROPAGATORS: 'tracecontext' }).tracing?.propagators, ['tracecontext'])
+    assert.deepEqual(loadConfig({ ...on, OTEL_PROPAGATORS: 'tracecontext,none' }).tracing?.propagators, [])
+    assert.deepEqual(loadConfig({ ...on, OTEL_PROPAGATORS: '' }).tracing?.propagators, ['tracecontext', 'baggage'])
   })
 
   it('refuses what the service does not support, naming the variable', () => {
     assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('OTEL_EXPORTER_OTLP_PROTOCOL:'))
     assert.throws(() => loadConfig({ OTEL_TRACES_EXPORTER: 'zipkin' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('OTEL_TRACES_EXPORTER:'))
     assert.throws(() => loadConfig({ OTEL_SDK_DISABLED: 'yes' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('OTEL_SDK_DISABLED:'))
+    assert.throws(() => loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_PROPAGATORS: 'tracecontext,b3' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('OTEL_PROPAGATORS: "b3"'))
   })
 })

@@ -7,10 +7,11 @@
 // First: refuses an unsupported Node before better-sqlite3 is loaded.
 import '../runtime/node-version.js'
 import { CommanderError } from 'commander'
+import { systemClock } from '../runtime/clock.js'
 import { CliError, EXIT } from './exit.js'
 import { buildProgram } from './program.js'
 
-const program = buildProgram()
+const program = buildProgram(systemClock)
 
 try {
   await program.parseAsync(process.argv)

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Command, type ErrorOptions } from 'commander'
+import type { Clock } from '../runtime/clock.js'
 import { registerBackupCommand } from './commands/backup.js'
 import { registerConformanceCommand } from './commands/conformance.js'
 import { registerCopyCommand } from './commands/copy.js'
@@ -47,8 +48,11 @@ class PetstoreCommand extends Command {
 /** Commander's "error: …\n(Did you mean --name?)" as one line: "petstore: error: … (did you mean --name?)". */
 const oneLineError = (s: string) => `petstore: ${s.trimEnd().replace(/\n\(Did you mean ([^)]*)\)/, ' (did you mean $1)').replace(/\n/g, ' ')}\n`
 
-/** The `petstore` program: every command registered, nothing parsed (docs/reference/cli.md is written from it). */
-export function buildProgram (): Command {
+/**
+ * The `petstore` program: every command registered, nothing parsed (docs/reference/cli.md is written
+ * from it). `clock` is the time key expiry, revocation and live Idempotency-Keys are judged by.
+ */
+export function buildProgram (clock: Clock): Command {
   const program = new PetstoreCommand('petstore')
     .description('Petstore v1 service and its administration. Every command honours DATABASE_URL and names its store: on stderr (petstore: store: …), serve in its log.')
     .version(version, '-V, --version', 'print the version')
@@ -57,11 +61,11 @@ export function buildProgram (): Command {
     .exitOverride()
   registerServeCommand(program)
   registerMigrateCommand(program)
-  registerKeysCommands(program)
-  registerBackupCommand(program)
-  registerExportCommand(program)
+  registerKeysCommands(program, clock)
+  registerBackupCommand(program, clock)
+  registerExportCommand(program, clock)
   registerImportCommand(program)
-  registerCopyCommand(program)
+  registerCopyCommand(program, clock)
   registerConformanceCommand(program)
   return program
 }

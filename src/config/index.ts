@@ -5,12 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { Type, type Static } from 'typebox'
 import { checkEnv } from './env-check.js'
 
-/** The project directory (holding package.json): one level above this file in src/ and in dist/. */
-/**
- * The project directory: the nearest folder above this module that holds a package.json. This module
- * runs from src/, from dist/, or from a chunk of the production bundle (dist/chunks/), so its own
- * depth says nothing.
- */
+/** The project directory: the nearest folder above this module with a package.json (src/, dist/ and dist/chunks/ all lead there). */
 export const PROJECT_ROOT = projectRoot(dirname(fileURLToPath(import.meta.url)))
 
 function projectRoot (from: string): string {
@@ -23,11 +18,7 @@ const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 /** The largest BODY_LIMIT a deployment may set (petstore conformance sends one byte more to see 413). */
 export const LARGEST_BODY_LIMIT = 1048576
 
-/**
- * Every setting, read once from the environment. Nothing else in the code reads process.env:
- * the frozen Config is passed down. docs/reference/configuration.md and .env.example are generated
- * from this schema (npm run docs).
- */
+/** Every setting, read once here (nothing else reads process.env); the reference docs and .env.example are generated from it. */
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on; change it when 8080 is taken or the platform assigns one.' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 to be reached from other hosts or from outside a container.' }),
@@ -43,7 +34,7 @@ const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'Longest time to receive a whole request; lower it to drop slow senders sooner.' }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 72000, description: 'How long an idle keep-alive connection is kept; keep it above the load balancer\'s idle timeout, so the balancer never reuses a connection this server closed.' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10000, description: 'On SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway.' }),
-  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600000, default: 5000, description: 'On SIGTERM, how long the instance keeps serving with /readyz answering 503 (so load balancers take it out of rotation) before it stops accepting connections; 0: stop at once. SIGINT does not wait.' }),
+  SHUTDOWN_DRAIN_MS: Type.Integer({ minimum: 0, maximum: 600000, default: 5000, description: 'On SIGTERM, how long the instance keeps serving with /readyz answering 503 (so load balancers take it out of rotation) before it stops accepting connections; 0: stop at once. SIGINT does not wait.' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000, description: 'Longest time to receive the request headers (slow-header clients are cut with 408).' }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000, description: 'Requests per API key per window; 0 turns the per-key limit off.' }),
   RATE_LIMIT_WINDOW_MS: Type.Integer({ minimum: 1000, maximum: 86400000, default: 60000, description: 'Length of the rate-limit window.' }),
@@ -72,7 +63,8 @@ const EnvSchema = Type.Object({
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['http/protobuf', 'http/json'], description: 'Encoding of exported spans, for traces only.' })),
   OTEL_SDK_DISABLED: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['true', 'false'], description: 'true: no tracing, whatever else is set.' })),
   OTEL_RESOURCE_ATTRIBUTES: Type.Optional(Type.String({ description: 'Resource attributes of the exported spans, key=value,… (e.g. deployment.environment.name=prod,service.namespace=shop).' })),
-  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: 'service.name of the exported spans. Default: petstore (unless OTEL_RESOURCE_ATTRIBUTES names one).' }))
+  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: 'service.name of the exported spans. Default: petstore (unless OTEL_RESOURCE_ATTRIBUTES names one).' })),
+  OTEL_PROPAGATORS: Type.Optional(Type.String({ description: 'Trace context read from requests, comma-separated: tracecontext (W3C traceparent/tracestate), baggage (W3C baggage), none. Default: tracecontext,baggage.' }))
 })
 type Env = Static<typeof EnvSchema>
 
@@ -104,7 +96,9 @@ export interface Config {
   keepAliveTimeoutMs: number
   shutdownTimeoutMs: number
   /** SIGTERM: readiness 503 for this long, still serving, before closing (rolling restart). */
-  shutdownDelayMs: number
+  shutdownDrainMs: number
+  /** Old names the environment used, each with the name it now has (logged at start). */
+  renamedSettings: ReadonlyArray<readonly [string, string]>
   /**
    * Started by npm (`npm start`, `npm run dev`, `npx petstore serve`: npm sets npm_lifecycle_event):
    * the end of the process that launched it stops the server as SIGTERM does (src/runtime/stop-signals.ts).
@@ -124,7 +118,17 @@ export interface Config {
   publicBaseUrl: string | undefined
   stagingBaseUrl: string | undefined
   /** OpenTelemetry tracing (tracing.ts); undefined: off, and the SDK never loaded. */
-  tracing: { serviceName: string | undefined } | undefined
+  tracing: TracingConfig | undefined
+}
+
+/** What the service decides of tracing; the SDK and the exporter read the other OTEL_* variables themselves. */
+export interface TracingConfig {
+  /** undefined: OTEL_RESOURCE_ATTRIBUTES names it. */
+  serviceName: string | undefined
+  /** The encoding of exported spans: the one exporter loaded. */
+  protocol: 'http/protobuf' | 'http/json'
+  /** The W3C propagators, in order; empty: none (every request starts a trace). */
+  propagators: ReadonlyArray<'tracecontext' | 'baggage'>
 }
 
 export class ConfigError extends Error {
@@ -221,15 +225,33 @@ function firstKeyFile (value: string | undefined, db: DatabaseLocation, cwd: str
   return join(PROJECT_ROOT, 'data', 'first-api-key.txt')
 }
 
+/**
+ * Settings renamed in 1.x, old name → new name: the old name is still read, for one minor version
+ * after the rename (CHANGELOG.md, "Deprecated"), and the start logs which to change.
+ */
+export const RENAMED_SETTINGS: Readonly<Record<string, string>> = { SHUTDOWN_DELAY_MS: 'SHUTDOWN_DRAIN_MS' }
+
+function withRenamedSettings (env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv, renamedSettings: Array<readonly [string, string]> } {
+  const out = { ...env }
+  const renamedSettings: Array<readonly [string, string]> = []
+  for (const [old, now] of Object.entries(RENAMED_SETTINGS)) {
+    if (env[old] === undefined) continue
+    if (env[now] !== undefined) throw new ConfigError(`${old}: renamed ${now}, which is set too; set only ${now}`)
+    out[now] = env[old]
+    delete out[old]
+    renamedSettings.push([old, now])
+  }
+  return { env: out, renamedSettings }
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
-export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
+export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
+  const { env, renamedSettings } = withRenamedSettings(given)
   const { values, errors } = checkEnv(EnvSchema, env)
   if (errors.length > 0) throw new ConfigError(errors.join(', '))
   const e = values as Env
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) throw new ConfigError(`HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS})`)
-  // Unset, the default names the project's own database, wherever the command runs from (an
-  // `npx petstore` from a subdirectory must not find another file); a relative path someone
-  // wrote is relative to the working directory, as for any command.
+  // Unset: the project's own database, from any directory; a relative path given: the working directory's.
   const database = parseDatabaseUrl(e.DATABASE_URL, env.DATABASE_URL === undefined ? PROJECT_ROOT : cwd)
   return Object.freeze({
     host: e.HOST,
@@ -250,7 +272,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, cwd: string = 
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    renamedSettings,
     stopWithLauncher: env.npm_lifecycle_event !== undefined,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     rateLimit: Object.freeze({ max: e.RATE_LIMIT_MAX, anonMax: e.RATE_LIMIT_ANON_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS }),
@@ -277,7 +300,22 @@ function parseTracing (e: Env): Config['tracing'] {
   const on = e.OTEL_TRACES_EXPORTER === 'otlp' || e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined
   if (!on) return undefined
   const named = /(^|,)\s*service\.name\s*=/.test(e.OTEL_RESOURCE_ATTRIBUTES ?? '')
-  return Object.freeze({ serviceName: e.OTEL_SERVICE_NAME ?? (named ? undefined : 'petstore') })
+  return Object.freeze({
+    serviceName: e.OTEL_SERVICE_NAME ?? (named ? undefined : 'petstore'),
+    protocol: (e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf') as TracingConfig['protocol'],
+    propagators: parsePropagators(e.OTEL_PROPAGATORS)
+  })
+}
+
+/** OTEL_PROPAGATORS as the specification reads it (empty is the default; none wins); only the W3C ones. */
+function parsePropagators (value: string | undefined): TracingConfig['propagators'] {
+  const names = (value ?? '').split(',').map(n => n.trim()).filter(n => n !== '')
+  if (names.length === 0) return Object.freeze(['tracecontext', 'baggage'] as const)
+  for (const n of names) {
+    if (n !== 'tracecontext' && n !== 'baggage' && n !== 'none') throw new ConfigError(`OTEL_PROPAGATORS: ${JSON.stringify(n)} is not supported (tracecontext, baggage or none)`)
+  }
+  if (names.includes('none')) return Object.freeze([])
+  return Object.freeze([...new Set(names as Array<'tracecontext' | 'baggage'>)])
 }
 
 export { EnvSchema }

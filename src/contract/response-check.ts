@@ -118,9 +118,11 @@ export class ResponseChecker {
     const responses = found.op.responses as Json
     const key = String(res.status) in responses ? String(res.status) : 'default' in responses ? 'default' : undefined
     if (key === undefined) fail(where, `status ${res.status} is not documented for ${found.op.operationId} (documented: ${Object.keys(responses).join(', ')})`)
-    const response = responses[key] as Json
     const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
-    const pointer = `/paths/${escape(found.template)}/${method.toLowerCase()}/responses/${key}`
+    // A response is inline or a $ref to components/responses (the ones every operation shares).
+    const given = responses[key] as Json
+    const pointer = typeof given.$ref === 'string' ? given.$ref.slice(1) : `/paths/${escape(found.template)}/${method.toLowerCase()}/responses/${key}`
+    const response = typeof given.$ref === 'string' ? resolvePointer(this.document, pointer) : given
 
     this.checkHeaders(where, headers, response, pointer)
 

@@ -8,12 +8,8 @@ const NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
 /**
- * A JSON number by its exact decimal value, as JSON Schema judges it: an integer is a number with no
- * fractional part however it is written (`1e3`, `7.0` and `9.2e18` are integers; `1.5` and
- * `1.0000000000000001` are not). Integers within ±(2^53−1) become numbers, larger ones BigInt (so
- * int64 keeps all 64 bits); other numbers stay doubles, except a fraction that no double can tell
- * apart from an integer, which becomes NaN so that no integer rule can accept it (the API has no
- * fractional field).
+ * A JSON number by its exact value, as JSON Schema judges it (`1e3` is an integer): int64 keeps all its
+ * bits as BigInt; a fraction no double tells from an integer becomes NaN, so no integer rule accepts it.
  */
 export function exactNumber (text: string): number | bigint {
   const m = NUMBER.exec(text)
@@ -33,15 +29,12 @@ export function exactNumber (text: string): number | bigint {
   return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value
 }
 
-/** No body the API accepts nests deeper than 1; this bound keeps every parser's recursion shallow. */
+// No accepted body nests deeper than 1. The parsers recurse per level: a deeper body would overflow
+// the stack, and the RangeError's text is not for clients.
 const MAX_DEPTH = 64
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 
-/**
- * The deepest nesting of [ and { in JSON text (outside strings). The parsers recurse per level:
- * a deep enough body would overflow the stack, and the RangeError's text is not for clients.
- */
 function nestingDepth (body: Buffer): number {
   let depth = 0
   let max = 0
@@ -62,17 +55,11 @@ function nestingDepth (body: Buffer): number {
   return max
 }
 
-/** A parser's message when it describes the text (a SyntaxError), else none: internal text stays inside. */
 function reason (err: unknown): string {
   return err instanceof SyntaxError ? `: ${err.message.slice(0, 200)}` : ''
 }
 
-/**
- * Parses a JSON body strictly and losslessly: UTF-8 only, __proto__/constructor keys refused (the
- * prototype-poisoning guard Fastify uses), and numbers taken by their exact value (a body whose text
- * holds a run of 16+ digits, a fraction or an exponent is parsed a second time, losslessly, with
- * exactNumber: categoryId keeps all 64 bits, and `1e3` is the integer 1000 as JSON Schema says).
- */
+/** UTF-8 only, __proto__/constructor keys refused (as Fastify does), numbers exact (parsed again, losslessly, when needed). */
 export function parseJsonBody (body: Buffer): unknown {
   if (!isUtf8(body)) throw new ApiError('invalid_json', 'request body is not valid UTF-8')
   if (nestingDepth(body) > MAX_DEPTH) throw new ApiError('invalid_json', `request body nests arrays or objects deeper than ${MAX_DEPTH} levels`)
@@ -86,8 +73,7 @@ export function parseJsonBody (body: Buffer): unknown {
     throw new ApiError('invalid_json', `request body is not valid JSON${reason(err)}`)
   }
   if (/\d{16,}|\d[.eE]/.test(text)) {
-    // Same verdict as JSON.parse above (it already accepted the text), only numbers exact; a
-    // repeated key keeps its last value, as JSON.parse does and as any client will read it.
+    // A repeated key keeps its last value, as JSON.parse does and as any client will read it.
     try {
       value = parseLossless(text, undefined, { parseNumber: exactNumber, onDuplicateKey: ({ newValue }) => newValue })
     } catch (err) {
@@ -97,12 +83,11 @@ export function parseJsonBody (body: Buffer): unknown {
   return value
 }
 
-/** Replaces Fastify's body parsers: application/json (UTF-8) is the only media type accepted. */
+/** application/json in UTF-8 is the only media type accepted. */
 export function installJsonBodyParser (app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     const type = request.headers['content-type'] ?? ''
-    // Parameters follow a semicolon; the common bare `application/json` skips the search.
     const charsets = type.includes(';') ? [...type.matchAll(/;\s*charset\s*=\s*"?([^";\s]*)/gi)] : []
     if (charsets.length > 1) {
       // RFC 6838 §4.3: a media type parameter given twice is an error; the first and the last may disagree.

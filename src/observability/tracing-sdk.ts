@@ -1,15 +1,20 @@
 // Loaded by tracing.ts only while tracing is on: the one module of the service that imports the
 // OpenTelemetry SDK and its instrumentations.
 import { createRequire } from 'node:module'
-import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
-import { FastifyOtelInstrumentation } from '@fastify/otel'
+import { format } from 'node:util'
+import { context, diag, propagation, type Span, SpanKind, SpanStatusCode, type TextMapPropagator, trace } from '@opentelemetry/api'
+import { CompositePropagator, diagLogLevelFromString, getStringFromEnv, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
+import { registerInstrumentations } from '@opentelemetry/instrumentation'
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis'
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
-import { NodeSDK } from '@opentelemetry/sdk-node'
+import { defaultResource, detectResources, envDetector, hostDetector, processDetector, resourceFromAttributes } from '@opentelemetry/resources'
+import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node'
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { TracingConfig } from '../config/index.js'
 import { redactUrl } from '../services/redact.js'
-import type { IdempotentCreateResult, PetReadsNow, Store } from '../store/store.js'
+import { type IdempotentCreateResult, type PetReadsNow, petReadsNow, type Store } from '../store/store.js'
 import type { TraceFields, Tracing } from './tracing-types.js'
 
 const require = createRequire(import.meta.url)
@@ -17,80 +22,139 @@ const TRACER = 'petstore'
 const ERROR_CODE = /^\{"code":"([a-z_]+)"/
 
 /**
- * Starts OpenTelemetry's Node SDK for traces only (metrics stay Prometheus', logs stdout's): the
- * exporter, its protocol, endpoint, headers, timeout, the sampler, the batch processor and the
- * resource come from the standard OTEL_* variables, which the SDK reads itself. Instrumented: pg
- * (one span per query, statement text without parameter values) and ioredis (the rate-limit
- * counts), which must be patched before anything loads them, so this runs before the store opens;
- * and Fastify, through @fastify/otel's plugin (plugin below).
+ * Starts OpenTelemetry's tracing SDK for traces only (metrics stay Prometheus', logs stdout's), from
+ * its parts rather than the all-signals NodeSDK: a tracer provider with a batch span processor, the
+ * one OTLP exporter of the configured encoding (loaded alone), the W3C propagators and the
+ * resource. The standard OTEL_* variables are read by those parts themselves: the exporter reads
+ * its endpoint, headers, timeout and compression, the provider its sampler and span limits, the
+ * batch processor its OTEL_BSP_* settings, the resource OTEL_RESOURCE_ATTRIBUTES and
+ * OTEL_SERVICE_NAME. Instrumented: pg (one span per query, statement text without parameter values)
+ * and ioredis (the rate-limit counts), which must be patched before anything loads them, so this
+ * runs before the store opens; and every request (serverSpans below).
  */
-export function startSdk (opts: { serviceName: string | undefined }, load: { postgres: boolean, redis: boolean }): Tracing {
-  const fastify = new FastifyOtelInstrumentation({
-    // One span per request, named and described here; no span per hook or handler.
-    instrumentHooks: false,
-    instrumentHandler: false,
-    requestHook: describeRequest
-  })
-  const sdk = new NodeSDK({
-    serviceName: opts.serviceName,
+export async function startSdk (config: TracingConfig, load: { postgres: boolean, redis: boolean }): Promise<Tracing> {
+  // The SDK's own diagnostics (export failures…), when asked for: on stderr, never among the JSON lines of stdout.
+  const logLevel = getStringFromEnv('OTEL_LOG_LEVEL')
+  if (logLevel !== undefined) {
+    const write = (...args: unknown[]): void => { process.stderr.write(format(...args) + '\n') }
+    diag.setLogger({ error: write, warn: write, info: write, debug: write, verbose: write }, { logLevel: diagLogLevelFromString(logLevel) })
+  }
+  const { OTLPTraceExporter } = config.protocol === 'http/json'
+    ? await import('@opentelemetry/exporter-trace-otlp-http')
+    : await import('@opentelemetry/exporter-trace-otlp-proto')
+  const exporter: SpanExporter = new OTLPTraceExporter()
+  // The resource NodeSDK would make: the SDK's own attributes, the environment's, the process and the host.
+  let resource = defaultResource().merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
+  if (config.serviceName !== undefined) resource = resource.merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }))
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] })
+  provider.register({ propagator: propagatorOf(config.propagators) })
+
+  registerInstrumentations({
+    tracerProvider: provider,
     instrumentations: [
       new PgInstrumentation({ requireParentSpan: true }),
-      new IORedisInstrumentation({ requireParentSpan: true }),
-      fastify
-    ],
-    metricReaders: [],
-    logRecordProcessors: []
+      new IORedisInstrumentation({ requireParentSpan: true })
+    ]
   })
-  sdk.start()
   // Patched in place now, so the store's and the rate limiter's later imports get the patched classes.
   if (load.postgres) require('pg')
   if (load.redis) require('ioredis')
   const tracer = trace.getTracer(TRACER)
 
   return {
-    plugin: fp(async (app: FastifyInstance) => {
-      await app.register(fastify.plugin())
-      app.addHook('onSend', (request, reply, payload, done) => {
-        // Before @fastify/otel's own onSend ends the span: the key's id (never the key), and an
-        // error answer's code (every error body starts with it, errors.ts) as error.type.
-        const span = request.opentelemetry().span
-        if (span !== null) {
-          if (request.apiKeyId !== 0) span.setAttribute('petstore.api_key.id', request.apiKeyId)
-          const code = reply.statusCode >= 400 && typeof payload === 'string' ? ERROR_CODE.exec(payload)?.[1] : undefined
-          if (code !== undefined) span.setAttribute('error.type', code)
-        }
-        done(null, payload)
-      })
+    plugin: fp((app: FastifyInstance, _opts, done) => {
+      serverSpans(app, tracer)
+      done()
     }, { name: 'petstore-tracing' }),
     mixin: () => {
       const span = trace.getSpan(context.active())
       return span === undefined ? {} : fieldsOfSpan(span)
     },
     fieldsOf: (request) => {
-      const ctx = request.opentelemetry().context
-      const span = ctx === null ? undefined : trace.getSpan(ctx)
-      return span === undefined ? undefined : fieldsOfSpan(span)
+      const span = (request as Traced)[SPAN]
+      return span === null ? undefined : fieldsOfSpan(span)
     },
     traceStore: (store) => traceStore(store, tracer),
-    shutdown: async () => { await sdk.shutdown() }
+    shutdown: async () => { await provider.shutdown() }
   }
 }
 
+/** The propagators OTEL_PROPAGATORS names (config.ts); null: none, every request starts a trace. */
+function propagatorOf (names: TracingConfig['propagators']): TextMapPropagator | null {
+  if (names.length === 0) return null
+  return new CompositePropagator({ propagators: names.map(n => n === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator()) })
+}
+
+const SPAN = Symbol('petstore.serverSpan')
+const ERROR = Symbol('petstore.requestError')
+type Traced = FastifyRequest & { [SPAN]: Span | null, [ERROR]: Error | null }
+
 /**
- * The server span as HTTP's semantic conventions name it, `GET /v1/pets/:petId` (the method alone
- * when no route matched), with the path only: never the query (its values), and any API key sent in
- * the path redacted. No header is recorded.
+ * The server span of every request, as HTTP's semantic conventions name it: `GET /v1/pets/:petId`
+ * (the method alone when no route matched), with http.request.method, http.route, url.path (the path
+ * only: never the query and its values, and an API key sent in the path redacted; no header is
+ * recorded), the status, the key's id (never the key) and an error answer's code as error.type. It
+ * continues the caller's trace (the propagators), and the rest of the request runs in its context,
+ * so the store's, pg's and ioredis' spans are its children. Started in the first onRequest hook
+ * (this plugin is registered first), ended once the response is written (onResponse: the final
+ * status, after every onSend hook). A 5xx is an error span, with the exception when one was thrown;
+ * a 4xx is the client's error, not the span's (the conventions for server spans).
+ *
+ * Why not @fastify/otel, Fastify's OpenTelemetry plugin: it marks a span as an error for any error
+ * thrown, 4xx included, before the error handler has chosen the status; it reads the route options
+ * (a new object per read) several times and allocates an accessor object per request.opentelemetry()
+ * call; and it brings a second copy of @opentelemetry/instrumentation and minimatch. Its CPU per
+ * request and this plugin's could not be told apart (bench/ab-tracing.mjs, AB=on-vs-on: within the
+ * run-to-run spread of identical builds on a shared machine); the reasons are the ones above.
  */
-function describeRequest (span: Span, request: FastifyRequest): void {
-  const route = request.routeOptions.url
-  span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
-  const q = request.url.indexOf('?')
-  span.setAttribute('url.path', redactUrl(q === -1 ? request.url : request.url.slice(0, q)))
+function serverSpans (app: FastifyInstance, tracer: ReturnType<typeof trace.getTracer>): void {
+  app.decorateRequest(SPAN, null)
+  app.decorateRequest(ERROR, null)
+  app.addHook('onRequest', (request, _reply, done) => {
+    const { method, url } = request
+    const route = request.routeOptions.url
+    const q = url.indexOf('?')
+    const attributes: Record<string, string> = { 'http.request.method': method, 'url.path': redactUrl(q === -1 ? url : url.slice(0, q)) }
+    if (route !== undefined) attributes['http.route'] = route
+    const parent = propagation.extract(context.active(), request.headers)
+    const span = tracer.startSpan(route === undefined ? method : `${method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent)
+    ;(request as Traced)[SPAN] = span
+    context.with(trace.setSpan(parent, span), done)
+  })
+  // Before the error handler chose the status: kept for onResponse, which knows it.
+  app.addHook('onError', (request, _reply, error, done) => {
+    (request as Traced)[ERROR] = error
+    done()
+  })
+  app.addHook('onSend', (request, reply, payload, done) => {
+    // Every error body starts with its code (errors.ts); later onSend hooks do not change an error's status.
+    const span = (request as Traced)[SPAN]
+    if (span !== null && reply.statusCode >= 400 && typeof payload === 'string') {
+      const code = ERROR_CODE.exec(payload)?.[1]
+      if (code !== undefined) span.setAttribute('error.type', code)
+    }
+    done(null, payload)
+  })
+  app.addHook('onResponse', (request, reply, done) => {
+    const span = (request as Traced)[SPAN]
+    if (span !== null) {
+      const status = reply.statusCode
+      span.setAttribute('http.response.status_code', status)
+      if (request.apiKeyId !== 0) span.setAttribute('petstore.api_key.id', request.apiKeyId)
+      if (status >= 500) {
+        const error = (request as Traced)[ERROR]
+        if (error !== null) span.recordException(error)
+        span.setStatus(error === null ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: error.message })
+      }
+      span.end()
+    }
+    done()
+  })
 }
 
 function fieldsOfSpan (span: Span): TraceFields {
   const c = span.spanContext()
-  return { trace_id: c.traceId, span_id: c.spanId, trace_flags: c.traceFlags.toString(16).padStart(2, '0') }
+  return { trace_id: c.traceId, span_id: c.spanId, trace_flags: c.traceFlags === 1 ? '01' : c.traceFlags.toString(16).padStart(2, '0') }
 }
 
 type Method<S> = { [K in keyof S]: S[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof S]
@@ -128,7 +192,7 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
   if (store.kind === 'sqlite') {
     const sqlite = (operation: string, table: string) => ({ 'db.system': 'sqlite', 'db.operation.name': operation, 'db.collection.name': table })
     // Reads are synchronous (readsNow), and getPet/listPets call them: the span is on the read itself.
-    const reads = store.readsNow
+    const reads = petReadsNow(store)
     if (reads !== undefined) {
       const read = <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A): R =>
         tracer.startActiveSpan('SELECT pets', { kind: SpanKind.CLIENT, attributes: sqlite('SELECT', 'pets') }, (span) => {

@@ -15,7 +15,7 @@ export interface TraceFields {
  * `undefined` where it would hold this, so a request pays nothing for it.
  */
 export interface Tracing {
-  /** Registered first by buildApp: the server span of every request (@fastify/otel) and what the service adds to it. */
+  /** Registered first by buildApp: the server span of every request (tracing-sdk.ts). */
   plugin: FastifyPluginCallback
   /** pino's mixin: the trace and span ids of the active span on every log line written inside one. */
   mixin: () => Partial<TraceFields>

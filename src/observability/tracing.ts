@@ -6,5 +6,5 @@ export type { TraceFields, Tracing } from './tracing-types.js'
 /** Starts tracing when the configuration turns it on; before the store and the app are made. */
 export async function startTracing (config: Pick<Config, 'tracing' | 'database' | 'redisUrl'>): Promise<Tracing | undefined> {
   if (config.tracing === undefined) return undefined
-  return (await import('./tracing-sdk.js')).startSdk(config.tracing, { postgres: config.database.kind === 'postgres', redis: config.redisUrl !== undefined })
+  return await (await import('./tracing-sdk.js')).startSdk(config.tracing, { postgres: config.database.kind === 'postgres', redis: config.redisUrl !== undefined })
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { accessLogger } from '../logging/access-line.js'
+import { writeAccessLine } from '../logging/access-line.js'
 import { redactUrl } from '../services/redact.js'
 import type { Tracing } from '../observability/tracing.js'
 import type { Metrics } from '../observability/metrics.js'
@@ -20,7 +20,6 @@ declare module 'fastify' {
 async function observability (app: FastifyInstance, opts: { metrics: Metrics, tracing?: Tracing }): Promise<void> {
   const { metrics, tracing } = opts
   app.decorate('metrics', metrics)
-  const access = accessLogger(app.log)
   app.addHook('onResponse', (request, reply, done) => {
     // Read once: request.routeOptions builds a new object on every read.
     const route = request.routeOptions.url
@@ -29,7 +28,7 @@ async function observability (app: FastifyInstance, opts: { metrics: Metrics, tr
     const ms = reply.elapsedTime
     metrics.observe(method, route, status, ms)
     const keyId = request.apiKeyId
-    access(request.log, { keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(request.originalUrl), status, ms: Math.round(ms * 100) / 100, trace: tracing?.fieldsOf(request) })
+    writeAccessLine(request.log, { keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(request.originalUrl), status, ms: Math.round(ms * 100) / 100, trace: tracing?.fieldsOf(request) })
     done()
   })
 }

@@ -2,6 +2,7 @@ import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config/index.js'
+import { CODE_SAMPLES } from '../docs/code-samples.js'
 import { docsPageOptions } from '../docs/page.js'
 import { SCOPES } from '../schemas/scopes.js'
 import { describeUnroutedRequests } from '../schemas/unrouted.js'
@@ -12,15 +13,19 @@ import { JSON_TYPE } from '../http/media-types.js'
 type Json = Record<string, unknown>
 
 // Short on purpose: the docs page shows it above every operation. What holds for every request (the
-// edge answers, X-Request-Id, unrouted requests) is in the responses themselves, x-unrouted-requests
-// and the Error schema, and in docs/reference/http-api.md.
+// edge answers, X-Request-Id, unrouted requests) is in the responses themselves (the shared ones in
+// components/responses), x-unrouted-requests and the Error schema, and in docs/reference/http-api.md.
 const INFO_DESCRIPTION = [
   'The Petstore v1 JSON-over-HTTP interface: a store of animals.',
   '',
   'Operations under `/v1` need `Authorization: Bearer <API_KEY>` (make a key with `npx petstore keys create --name NAME`): ' +
     'without a valid key the answer is 401, and with a key that lacks the operation\'s scope 403. ' +
     'Every error is an `Error` object: branch on its `code`. `id` and `categoryId` are int64: parse them without rounding ' +
-    '(the typed client in packages/client gives them as BigInt).'
+    '(the typed client in packages/client gives them as BigInt).',
+  '',
+  '**Every answer carries** `X-Request-Id` (yours, or a UUID: quote it in a report); `/v1` answers carry `RateLimit` and `RateLimit-Policy` while rate limits are on. ' +
+    'The answers operations share (401, 403, 408, 413, 414, 415, 417, 429, 431, 500, 501, 503, as they apply) are described once each ' +
+    '(`components/responses`) and listed a line each after an operation\'s own; 429 and 503 also carry `Retry-After`.'
 ].join('\n')
 
 /**
@@ -88,6 +93,70 @@ function shareHeaders (document: Json): Json {
   return document
 }
 
+/**
+ * The statuses every operation can answer whatever it does (authentication, the edge checks, body
+ * limits, overload, shutdown): described once each in components/responses, and referred to from
+ * every operation that answers them, so an operation's own answers stand out. The docs page shows
+ * the referred ones in a line each, after the operation's own.
+ */
+export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503'])
+
+/** "Request headers too large: an `Error`…" → "RequestHeadersTooLarge". */
+function responseName (description: string): string {
+  return description.split(':', 1)[0]!.split(/[^A-Za-z0-9]+/).filter(w => w !== '').map(w => w[0]!.toUpperCase() + w.slice(1)).join('')
+}
+
+/**
+ * Moves the responses of the shared statuses into components/responses. Identical responses are
+ * one component; a status answered differently by some operations (getPet adds its deprecation
+ * headers, the health checks carry no RateLimit) has one component per variant: the one most
+ * operations use keeps the plain name, another is suffixed with the first operation that uses it.
+ * Every response keeps all its headers, so the document still names each header every answer carries.
+ */
+function shareResponses (document: Json): Json {
+  const variants = new Map<string, { status: string, response: Json, users: Array<{ opId: string, responses: Json }> }>()
+  for (const item of Object.values(document.paths as Record<string, Json>)) {
+    for (const op of Object.values(item) as Json[]) {
+      const responses = (op.responses ?? {}) as Record<string, Json>
+      for (const [status, response] of Object.entries(responses)) {
+        if (!SHARED_STATUSES.has(status) || response.$ref !== undefined) continue
+        const key = `${status} ${JSON.stringify(response)}`
+        const variant = variants.get(key) ?? { status, response, users: [] }
+        variant.users.push({ opId: String(op.operationId), responses })
+        variants.set(key, variant)
+      }
+    }
+  }
+  const byStatus = new Map<string, Array<typeof variants extends Map<string, infer V> ? V : never>>()
+  for (const v of variants.values()) byStatus.set(v.status, [...(byStatus.get(v.status) ?? []), v])
+  const shared: Record<string, Json> = {}
+  for (const status of [...byStatus.keys()].sort()) {
+    const list = byStatus.get(status)!
+    // Among variants used equally often, the one with more headers (a /v1 operation's) keeps the plain name.
+    const headerCount = (r: Json): number => Object.keys((r.headers ?? {}) as Json).length
+    const ranked = [...list].sort((a, b) => b.users.length - a.users.length || headerCount(b.response) - headerCount(a.response))
+    for (const [i, v] of ranked.entries()) {
+      const base = responseName(String(v.response.description))
+      const name = i === 0 ? base : `${base}_${v.users[0]!.opId}`
+      shared[name] = v.response
+      for (const user of v.users) user.responses[status] = { $ref: `#/components/responses/${name}` }
+    }
+  }
+  document.components = { ...(document.components as Json), responses: shared }
+  return document
+}
+
+/** Each operation's code samples (curl, the TypeScript client, fetch) as `x-codeSamples`. */
+function addCodeSamples (document: Json): Json {
+  for (const item of Object.values(document.paths as Record<string, Json>)) {
+    for (const op of Object.values(item) as Json[]) {
+      const samples = CODE_SAMPLES[String(op.operationId)]
+      if (samples !== undefined) op['x-codeSamples'] = samples
+    }
+  }
+  return document
+}
+
 /** @fastify/swagger's options: the document's fixed parts, and how it is shaped from the routes. */
 function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions {
   const list = servers(config)
@@ -135,7 +204,7 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
       if (url.startsWith('/v1/') || schema === undefined) return { schema, url }
       return { schema: { ...schema, servers: rootServers } as typeof schema, url }
     },
-    transformObject: (documentObject) => describeUnroutedRequests(shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject))) as never
+    transformObject: (documentObject) => addCodeSamples(shareResponses(describeUnroutedRequests(shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject))))) as never
   }
 }
 

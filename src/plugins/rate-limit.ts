@@ -5,6 +5,7 @@ import { ApiError } from '../errors.js'
 import type { Metrics } from '../observability/metrics.js'
 import type { Outages } from '../logging/outages.js'
 import { MemoryWindows, type WindowCount } from '../http/rate-windows.js'
+import type { Clock } from '../runtime/clock.js'
 
 /** A limit's answer for one request: what is left in the window, when it ends (ms), whether this request is over. */
 interface Verdict { remaining: number, ttl: number, exceeded: boolean }
@@ -27,6 +28,9 @@ declare module 'fastify' {
  *   authentication fails; once exceeded the address is refused with 429 before any key is even
  *   parsed, until its window ends, so a flood of bad keys costs one Map lookup per request.
  * Headers follow draft-ietf-httpapi-ratelimit-headers-10: RateLimit-Policy and RateLimit.
+ * In memory, windows and address blocks follow the app's clock. In Redis a window is a key's PEXPIRE,
+ * timed by Redis's clock (the library's store takes no time): shared windows need one clock for
+ * every instance, and Redis is the one they share.
  */
 export class RateLimits {
   private readonly blocked = new Map<string, number>()
@@ -45,16 +49,17 @@ export class RateLimits {
     private readonly keyPolicy: string,
     private readonly addressPolicy: string,
     private readonly metrics: Metrics,
-    readonly outages: Outages
+    readonly outages: Outages,
+    private readonly now: Clock
   ) {}
 
   /** Sets up the counting: in memory, or in Redis through @fastify/rate-limit (connected here). */
-  static async install (app: FastifyInstance, config: Readonly<Config>, metrics: Metrics): Promise<RateLimits> {
+  static async install (app: FastifyInstance, config: Readonly<Config>, metrics: Metrics, now: Clock): Promise<RateLimits> {
     const { max, anonMax, windowMs } = config.rateLimit
     const windowS = Math.ceil(windowMs / 1000)
     const keyOf = (req: FastifyRequest): string => keyWindow(req.apiKeyId)
     const addressOf = (req: FastifyRequest): string => `addr:${req.ip}`
-    const limits: RateLimits = new RateLimits(`"key";q=${max};w=${windowS}`, `"address";q=${anonMax};w=${windowS}`, metrics, app.outages)
+    const limits: RateLimits = new RateLimits(`"key";q=${max};w=${windowS}`, `"address";q=${anonMax};w=${windowS}`, metrics, app.outages, now)
     if (config.redisUrl !== undefined && (max > 0 || anonMax > 0)) {
       limits.inMemory = false
       const count = await redisCounting(app, config.redisUrl, windowMs, (err, probe) => limits.redisFailed(err, probe), () => limits.outages.ok('redis'))
@@ -63,8 +68,8 @@ export class RateLimits {
     } else {
       limits.keyWindows = max > 0 ? new MemoryWindows(windowMs) : undefined
       limits.keyMax = max
-      limits.keyLimit = limits.keyWindows === undefined ? undefined : memoryCounting(max, limits.keyWindows, keyOf)
-      limits.addressLimit = anonMax > 0 ? memoryCounting(anonMax, new MemoryWindows(windowMs), addressOf) : undefined
+      limits.keyLimit = limits.keyWindows === undefined ? undefined : memoryCounting(max, limits.keyWindows, keyOf, now)
+      limits.addressLimit = anonMax > 0 ? memoryCounting(anonMax, new MemoryWindows(windowMs), addressOf, now) : undefined
     }
     return limits
   }
@@ -80,7 +85,7 @@ export class RateLimits {
     if (this.blocked.size === 0) return
     const until = this.blocked.get(request.ip)
     if (until === undefined) return
-    const left = until - Date.now()
+    const left = until - this.now()
     if (left <= 0) {
       this.blocked.delete(request.ip)
       return
@@ -117,7 +122,7 @@ export class RateLimits {
     limitHeaders(reply, this.addressPolicy, 'address', v.remaining, v.ttl)
     if (v.exceeded) {
       if (this.blocked.size >= 10000) this.blocked.clear()
-      const until = Date.now() + v.ttl
+      const until = this.now() + v.ttl
       this.blocked.set(request.ip, until)
       if (until > this.blockedUntil) this.blockedUntil = until
       throw this.refuse('address', v.ttl)
@@ -197,8 +202,8 @@ function verdict (max: number, w: WindowCount): Verdict {
 }
 
 /** Counting in process memory (rate-windows.ts): synchronous, one Map lookup per request. */
-function memoryCounting (max: number, windows: MemoryWindows, id: (req: FastifyRequest) => string): Count {
-  return (req) => verdict(max, windows.hit(id(req)))
+function memoryCounting (max: number, windows: MemoryWindows, id: (req: FastifyRequest) => string, now: Clock): Count {
+  return (req) => verdict(max, windows.hit(id(req), now()))
 }
 
 /**
@@ -242,8 +247,8 @@ async function redisCounting (app: FastifyInstance, url: string, windowMs: numbe
  * It decides nothing by itself: the authentication policy (auth.ts) says when each limit is checked
  * and counted.
  */
-async function rateLimitPlugin (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
-  app.decorate('rateLimits', await RateLimits.install(app, opts.config, app.metrics))
+async function rateLimitPlugin (app: FastifyInstance, opts: { config: Readonly<Config>, now: Clock }): Promise<void> {
+  app.decorate('rateLimits', await RateLimits.install(app, opts.config, app.metrics, opts.now))
 }
 
 export default fp(rateLimitPlugin, { name: 'petstore-rate-limit', dependencies: ['petstore-observability'] })

@@ -27,7 +27,7 @@ export default async function healthRoutes (app: FastifyInstance, opts: { store:
     schema: {
       operationId: 'readiness',
       summary: 'Readiness: 200 when the store answers, else 503',
-      description: 'Outside /v1 and without authentication. Load balancers take an instance out of rotation on 503, which it also answers from the moment shutdown begins (SIGTERM: for `SHUTDOWN_DELAY_MS` while every other request is still served).',
+      description: 'Outside /v1 and without authentication. Load balancers take an instance out of rotation on 503, which it also answers from the moment shutdown begins (SIGTERM: for `SHUTDOWN_DRAIN_MS` while every other request is still served).',
       tags: ['health'],
       security: [],
       response: { 200: jsonResponse('The store answers.', HealthSchema), ...errorResponses(['internal_error', 'service_unavailable', 'store_gone']) }

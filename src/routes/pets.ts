@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { answerRead, etagOf, refusePreconditions } from '../http/etag.js'
 import type { Metrics } from '../observability/metrics.js'
+import type { Clock } from '../runtime/clock.js'
 import {
   ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
   PetSchema, PetsSchema, type ListPetsQuery, type NewPet, type Pet
@@ -19,7 +20,8 @@ import type { Store } from '../store/store.js'
 /** getPet's 200 body (and createPet's 201). */
 const PET = Ref(PetSchema)
 // Reads carry a strong ETag and revalidate (see http/etag.ts).
-const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl }
+// Read bodies are compressed on request (http/content-coding.ts): Content-Encoding, Vary.
+const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl, 'Content-Encoding': Headers.contentEncoding, Vary: Headers.vary }
 /**
  * getPet's deprecation and removal, as the interface contract announces them: the Deprecation and
  * Sunset headers, and 410 from the sunset on.
@@ -36,8 +38,8 @@ export interface PetRoutesOptions {
   cursors: CursorCodec
   getPetDeprecatedAt: Date
   getPetSunsetAt: Date
-  /** The clock, injectable so tests can move past the sunset. */
-  now: () => number
+  /** The app's clock: the sunset and Idempotency-Key expiry are judged by it. */
+  now: Clock
   metrics: Metrics
   /** How long an Idempotency-Key is remembered (at least 24 h). */
   idempotencyTtlMs: number
@@ -62,17 +64,18 @@ function representer (app: FastifyInstance, url: string, schema: TSchema): (payl
   return (payload, link) => {
     serialize ??= app.serializerCompiler!({ schema, method: 'GET', url, httpStatus: '200', contentType: 'application/json' })
     const body = serialize(payload)
-    return { body, bytes: Buffer.byteLength(body), etag: etagOf(body), link }
+    return { body, bytes: Buffer.byteLength(body), etag: etagOf(body), link, gzip: undefined, br: undefined, key: undefined }
   }
 }
 
 /**
- * Sends a read's answer (etag.ts, answerRead): the representation as it is, with no serialization
- * and no hashing, or a 304 without a body (an empty stream for every method: Fastify's own HEAD
- * hook needs one, and a GET's 304 then has no Content-Length either).
+ * Sends a read's answer (etag.ts, answerRead): the representation as it is (in the coding
+ * Accept-Encoding chooses), with no serialization and no hashing, or a 304 without a body (an empty
+ * stream for every method: Fastify's own HEAD hook needs one, and a GET's 304 then has no
+ * Content-Length either). `reads` accounts for compressed forms added to a cached representation.
  */
-function send (request: FastifyRequest, reply: FastifyReply, rep: Representation): string | Readable {
-  return answerRead(request.headers, reply, rep) ?? Readable.from([])
+function send (request: FastifyRequest, reply: FastifyReply, rep: Representation, reads: PetReads): string | Buffer | Readable {
+  return answerRead(request.headers, reply, rep, reads.grew) ?? Readable.from([])
 }
 
 /** The three operations of the Petstore v1 interface. Authentication is installed by the /v1 scope. */
@@ -109,7 +112,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       headers: ConditionalReadHeadersSchema,
       response: {
         200: jsonResponse('A page of animals (an empty array when there are none).', PetsSchema, { Link: Headers.linkNext, ...cacheHeaders, ...RateLimitHeaders }),
-        304: notModified({ Link: Headers.linkNext, ...RateLimitHeaders }),
+        304: notModified({ Link: Headers.linkNext, Vary: Headers.vary, ...RateLimitHeaders }),
         ...errorResponses(['invalid_parameter', ...AUTHORIZATION_CODES, 'precondition_failed', 'internal_error', 'service_unavailable'], RateLimitHeaders)
       }
     },
@@ -120,7 +123,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     if (page === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
     const rep = reads.page(page, pageRender(q))
     // Not async: a page read at once (a hit; any read on SQLite) is sent without a promise or a microtask.
-    return rep instanceof Promise ? rep.then(r => send(request, reply, r)) : send(request, reply, rep)
+    return rep instanceof Promise ? rep.then(r => send(request, reply, r, reads)) : send(request, reply, rep, reads)
   })
 
   app.post('/pets', {
@@ -198,7 +201,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       headers: ConditionalReadHeadersSchema,
       response: {
         200: jsonResponse('The animal.', PET, { ...deprecationHeaders, ...cacheHeaders, ...RateLimitHeaders }),
-        304: notModified({ ...deprecationHeaders, ...RateLimitHeaders }),
+        304: notModified({ ...deprecationHeaders, Vary: Headers.vary, ...RateLimitHeaders }),
         ...errorResponses(['invalid_parameter', ...AUTHORIZATION_CODES, 'not_found', 'gone', 'precondition_failed', 'internal_error', 'service_unavailable'], { ...deprecationHeaders, ...RateLimitHeaders })
       }
     },
@@ -220,9 +223,9 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     }
   }, (request, reply) => {
     const { petId } = request.params
-    const found = (rep: Representation | undefined): string | Readable => {
+    const found = (rep: Representation | undefined): string | Buffer | Readable => {
       if (rep === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
-      return send(request, reply, rep)
+      return send(request, reply, rep, reads)
     }
     const rep = reads.pet(petId, petJson)
     // Not async: a pet read at once (a hit; any read on SQLite) is sent without a promise or a microtask.

@@ -2,7 +2,7 @@ import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { JSON_TYPE } from '../http/media-types.js'
-import { errorResponses, header, Headers } from '../schemas/responses.js'
+import { errorResponses, Headers } from '../schemas/responses.js'
 
 const LINKS = { docs: '/docs', openapi: '/openapi.json', api: '/v1', health: '/healthz', ready: '/readyz' } as const
 
@@ -53,7 +53,7 @@ export default async function rootRoutes (app: FastifyInstance): Promise<void> {
       response: {
         200: {
           description: 'Links to start from.',
-          headers: { 'X-Request-Id': Headers.requestId, Vary: header('`Accept`: the media type follows the request\'s Accept header.', { 'x-required': true }) },
+          headers: { 'X-Request-Id': Headers.requestId, Vary: Headers.vary },
           content: {
             'application/json': { schema: IndexSchema },
             'text/html': { schema: Type.String({ description: 'The same links as an HTML page.' }) }

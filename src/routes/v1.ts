@@ -5,23 +5,20 @@ import idempotencyPurge from '../services/idempotency-purge.js'
 import { ALL_SCOPES, isScope, type Scope } from '../schemas/scopes.js'
 import { CursorCodec } from '../services/cursor.js'
 import { PetReads } from '../services/pet-reads.js'
+import type { Clock } from '../runtime/clock.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
 import petRoutes, { GETPET_DEPRECATED_AT, GETPET_SUNSET_AT } from './pets.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The scope an API key needs for this route: every route under /v1 declares one, here only. */
+    /** The scope an API key needs for this route. */
     scope?: Scope
   }
 }
 
-/**
- * Checks, as each route is added under /v1, that it declares the scope a key needs (`config.scope`,
- * enforced by the authentication policy) and lists the 403 that refuses a key without it; and
- * writes the operation's security requirement in the OpenAPI document from that one declaration.
- * A route added later without them fails the start, not a request.
- */
+// Every /v1 route declares its scope and lists its 403, and its OpenAPI security requirement is written
+// from that one declaration: a route without them fails the start, not a request.
 function requireScope (route: RouteOptions): void {
   const where = `${String(route.method)} ${route.url}`
   const scope = route.config?.scope
@@ -36,15 +33,11 @@ function requireScope (route: RouteOptions): void {
 export interface V1Options {
   config: Readonly<Config>
   store: Store
-  /** The clock (ms since epoch), injectable so tests can cross the getPet sunset. */
-  now: () => number
+  now: Clock
 }
 
-/**
- * The /v1 scope (registered with that prefix): every route of the Petstore v1 interface, behind the
- * authentication policy (plugins/auth.ts), which is this scope's first onRequest hook and so runs
- * for its routes, its unknown paths and wrong methods (404/405), and its undecodable URLs alike.
- */
+// The authentication policy (plugins/auth.ts) is this scope's first onRequest hook, so it runs for its
+// routes, its unknown paths and wrong methods (404/405), and its undecodable URLs alike.
 export default async function v1Routes (app: FastifyInstance, opts: V1Options): Promise<void> {
   const { config, store, now } = opts
   app.addHook('onRequest', app.authenticate)

@@ -4,11 +4,9 @@ import { ConfigError } from '../config/index.js'
 import { postgresTarget } from '../store/location.js'
 
 /*
- * Start-up (and CLI) failures as one line for people: the cause, and the setting to look at. The
- * drivers' own errors are precise but come with stacks and internals (23 lines for PostgreSQL being
- * down); this reads their codes instead. Never a password: the PostgreSQL target is taken from the URL
- * by parts, the password left out (store/location.ts), and the URL itself never enters a message.
- * The drivers' texts quoted say nothing of the password (pg and its errors are never given it as text).
+ * Start-up (and CLI) failures as one line for people: the cause, read from the drivers' error codes,
+ * and the setting to look at. Never a password: the PostgreSQL target is named by its parts
+ * (store/location.ts), never by its URL.
  */
 
 interface ErrorLike { message: string, code?: unknown, syscall?: unknown, path?: unknown, severity?: unknown, errors?: unknown, cause?: unknown }
@@ -47,8 +45,7 @@ function oneLine (s: string): string {
 }
 
 function postgres (errors: ErrorLike[], url: string): string | undefined {
-  // The PostgreSQL store describes its own start failures (src/store/postgres/start-failure.ts):
-  // "PostgreSQL at host:port (database, user): cause; check SETTING". Printed as it is.
+  // The PostgreSQL store's own one-line description (store/postgres/start-failure.ts).
   const described = errors.find(e => e.message.startsWith('PostgreSQL at '))
   if (described !== undefined) return oneLine(described.message)
   const t = postgresTarget(url)

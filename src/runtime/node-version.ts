@@ -1,20 +1,10 @@
 /*
- * Imported first by every entry point (server, CLI), before any module that loads better-sqlite3:
- * better-sqlite3 13 needs Node-API 10 (Node >= 22.14) and crashes the process on older Node instead
- * of throwing.
- *
- * On an older Node (a system Node 20 running `node dist/server.js`, `node dist/cli/index.js`, or the
- * `petstore` bin through /usr/bin/env), the same entry is run again on the runtime `npm install` put
- * next to the package (scripts/runtime.mjs installs it into node_modules/.petstore-node when the Node
- * running npm is older): same arguments, environment, working directory and standard streams. This
- * process stays as the child's launcher: it passes on SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR2
- * (a duplicate from a terminal's Ctrl-C, which reaches both, is taken as one by the server:
- * src/runtime/stop-signals.ts), and ends as the child ends, with its exit code or by its signal. Should
- * it be killed outright (SIGKILL), the child sees the pipe on its fd 3 close and stops as on
- * SIGTERM. With no such runtime, it refuses in one line.
+ * Imported first by every entry point, before anything loads better-sqlite3, which needs Node >= 22.14
+ * and crashes older ones. On an older Node the same entry is run again on the runtime `npm install`
+ * put next to the package (scripts/runtime.mjs), with the same arguments, environment and streams;
+ * this process stays as its launcher, forwards signals and ends as the child ends (if it is killed
+ * outright, the child sees fd 3 close and stops as on SIGTERM). docs/reference/node-runtime.md.
  */
-// Only node:module up front (compile-cache.js loads it next anyway): a supported Node loads nothing
-// else here, and the builtins a relaunch needs are required in its branch.
 import module from 'node:module'
 
 const require = module.createRequire(import.meta.url)

@@ -3,21 +3,13 @@ import closeWithGrace from 'close-with-grace'
 
 /**
  * What asks the server to stop, handed to start-server.ts's shutdown, which runs once:
- *
- * - SIGTERM or SIGINT. The same signal often arrives two or three times within milliseconds: a
- *   terminal's Ctrl-C reaches every process of the foreground group (npm, Node's watch mode, the
- *   server) and each launcher forwards its copy; systemd (KillMode=control-group) and `kill -- -PGID`
- *   signal npm and the server alike. A repeat of the first signal within REPEAT_MS is that same
- *   request. Any other signal while stopping, or the same one later, is someone insisting: exit 1 at once.
- * - With `launcher` (given when the server was started by npm: launcherLinks()), the end of the
- *   process that launched it, as if it had sent SIGTERM. npm runs `npx petstore serve` through
- *   `sh -c`, and that shell dies of the signal npm forwards to it without passing it on; a SIGKILL
- *   of npm passes nothing on at all (and leaves that shell waiting). Either way the server notices
- *   within LAUNCHER_CHECK_MS that a process of the chain was reparented, drains and exits instead
- *   of serving on with no one to stop it.
- * - Anything close-with-grace handles besides those two (an uncaught error, SIGHUP, SIGQUIT...),
- *   with its own second-signal rule (exit 1).
- *
+ * - SIGTERM or SIGINT. A repeat of the first signal within REPEAT_MS is the same request (Ctrl-C and
+ *   systemd's control-group kill reach npm and the server alike, and launchers forward their copy);
+ *   another signal while stopping, or the same one later, exits 1 at once.
+ * - With `launcher` (started by npm: launcherLinks()), the end of a process of the launch chain, as
+ *   if it had sent SIGTERM: npm's `sh -c` dies of a forwarded signal without passing it on, and a
+ *   SIGKILL of npm passes nothing on.
+ * - Anything else close-with-grace handles (an uncaught error, SIGHUP...), with its own rule.
  * `delayMs` bounds the whole shutdown: past it close-with-grace logs and exits 1.
  */
 export interface StopCause {

@@ -5,20 +5,14 @@ import { INT64_MAX, INT64_MIN } from './int64.js'
 type Json = Record<string, unknown>
 
 /**
- * Ajv for requests, as the service runs it: JSON Schema 2020-12 (the dialect of the OpenAPI 3.1
- * document), string lengths in code points and patterns with the `u` flag (Ajv's defaults), the
- * first error only, defaults filled in, and nothing coerced or silently dropped (Fastify's own Ajv
- * coerces "5" to 5 and removes unknown body fields: a client-sent id would vanish, not be refused).
- *
- * One addition, `int64`: Ajv's `type: "integer"` refuses a BigInt, which is how an integer past 2^53
- * arrives (bodies are parsed losslessly, path and query integers are read as BigInt). `withInt64`
- * replaces every `{type: "integer", format: "int64"}` by `{int64: true}`, which accepts a number or
- * BigInt whose exact value is an integer in the signed 64-bit range and leaves a BigInt in its place.
- * The exported factory lets a JavaScript client validate exactly as the server does.
+ * Ajv for requests: JSON Schema 2020-12 (the document's dialect), defaults filled in, nothing coerced
+ * or dropped (Fastify's own Ajv coerces "5" to 5 and removes unknown fields: a client-sent id would
+ * vanish instead of being refused). `allErrors` for bodies, which are answered with every broken rule.
+ * One keyword added, `int64` (see withInt64): Ajv's integer refuses a BigInt, which is how an integer
+ * past 2^53 arrives.
  */
 export function createRequestAjv (opts: { allErrors?: boolean } = {}): Ajv2020 {
-  // Loaded here, when the first request validator is compiled, not at start: a start's first
-  // requests, /healthz and /readyz, do not need it.
+  // Loaded with the first validator, not at start.
   const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')
   const ajv = new Ajv2020({
     allErrors: opts.allErrors ?? false,
@@ -27,9 +21,7 @@ export function createRequestAjv (opts: { allErrors?: boolean } = {}): Ajv2020 {
     useDefaults: true,
     verbose: true,
     strict: true,
-    // The schemas are ours and fixed: strict mode refuses unknown keywords here, and Redocly checks
-    // them in the document (npm run lint:openapi). Compiling the 2020-12 meta-schema to check them
-    // again would cost every start (and every test app) a compile of that large meta-schema.
+    // Our fixed schemas: strict mode and Redocly (npm run lint:openapi) check them, not the meta-schema.
     validateSchema: false
   })
   ajv.addKeyword({
@@ -47,8 +39,7 @@ export function createRequestAjv (opts: { allErrors?: boolean } = {}): Ajv2020 {
       return true
     }
   })
-  // `format: int32` on a request integer (listPets' limit): the signed 32-bit range, as OpenAPI
-  // defines it; the schemas that carry it bound the value more tightly anyway.
+  // OpenAPI's int32: the signed 32-bit range (the schemas that carry it bound it more tightly).
   ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 })
   // Annotations of the document that validate nothing.
   ajv.addKeyword('x-error-codes')

@@ -1,20 +1,11 @@
 import { Type, type TObject, type TProperties, type TSchema } from 'typebox'
 import { ERROR_CODES } from '../errors.js'
 
-/**
- * An int64 carried as a BigInt inside the service. JSON Schema says integer/int64 (so the OpenAPI
- * document and fast-json-stringify write the exact digits); the TypeScript type is bigint. The
- * request validator (schemas/validator.ts) checks the 64-bit range exactly and hands out a BigInt.
- */
+/** An int64: integer/int64 in the document and on the wire, a BigInt in the service. */
 export const Int64 = (options: { description: string }) =>
   Type.Unsafe<bigint>({ type: 'integer', format: 'int64', ...options })
 
-/**
- * An object schema for a request part whose properties with a `default` may be left out by the
- * client (the JSON Schema does not list them in `required`) yet are always present once validated,
- * because the validator fills the default in. Its static type, which the routes receive through the
- * TypeBox type provider, is the validated one: a defaulted property is not optional there.
- */
+/** An object whose defaulted properties are optional to the client but always present once validated (the static type says so). */
 export function WithDefaults<P extends TProperties> (properties: P, options: { $id?: string, additionalProperties?: boolean, description?: string, examples?: unknown[] } = {}): TObject<P> {
   const required = Object.keys(properties).filter((k) => !Type.IsOptional(properties[k]) && (properties[k] as { default?: unknown }).default === undefined)
   const schema = Type.Object(properties, { ...options, required })
@@ -28,10 +19,8 @@ export const ERROR_CODE_PATTERN = '^[a-z][a-z0-9_]*$'
 export const ERROR_CODE_MAX_LENGTH = 64
 
 /**
- * The Error object of every error response. `code` is an open set (docs/reference/compatibility.md):
- * one of the catalogue of src/errors.ts, or a code a later version adds, so the schema is the
- * catalogue's enum or any snake_case string; generated clients type it as the known codes or a
- * string. `x-error-codes` carries each known code's status and meaning into the OpenAPI document.
+ * The Error object. `code` is an open set (docs/reference/compatibility.md): the catalogue's enum or
+ * any snake_case string; `x-error-codes` carries each known code's status and meaning.
  */
 export const ErrorSchema = Type.Object({
   code: Type.Unsafe<string>({

@@ -10,17 +10,11 @@ type Serializer = ReturnType<ReturnType<SerializerFactory>>
 const fastifyRequire = createRequire(createRequire(import.meta.url).resolve('fastify'))
 
 /**
- * Fastify's default compilers, changed in when they do their work, not in what they produce:
- * - the default request validator (@fastify/ajv-compiler, another Ajv) is loaded only if a route
- *   ever needs it; none does (the root's validator compiler, schemas/validator.ts set by
- *   registerSchemas, serves every route), yet Fastify would load it at construction;
- * - each response serializer (fast-json-stringify) is compiled on the first response it writes
- *   instead of for every route and status at start: most never write an error body in a process's
- *   life. Compiling is synchronous, so concurrent first requests cannot race; a schema it cannot
- *   compile fails that response (500), and the suite writes every documented response.
- * Both are work a start would otherwise do before its first answer. One difference remains for a
- * route outside /v1 with a headers schema, should one appear: with a compilers factory given,
- * Fastify treats the validator as custom and does not lower-case that schema's header names.
+ * Fastify's default compilers, changed in when they work, not in what they produce: the default
+ * validator is loaded only if a route needs it (none does: schemas/validator.ts serves them all), and
+ * each response serializer is compiled on the first response it writes, not for every route and
+ * status at start. With a compilers factory Fastify treats the validator as custom, so a headers
+ * schema outside /v1 would keep its names' case.
  */
 export const lazyCompilers: Factories = {
   buildValidator: ((externalSchemas: unknown, options: unknown) => {
@@ -28,8 +22,7 @@ export const lazyCompilers: Factories = {
     return build(externalSchemas, options)
   }) as ValidatorFactory,
   buildSerializer: (externalSchemas, options) => {
-    // The compiler itself (fast-json-stringify, with an Ajv of its own) is loaded by the first
-    // response that needs it too: /healthz and /readyz send fixed bytes (routes/health.ts).
+    // fast-json-stringify itself is loaded by the first response that needs it.
     let build: ReturnType<SerializerFactory> | undefined
     return (route) => {
       let serialize: Serializer | undefined

@@ -73,11 +73,9 @@ function describe (e: ErrorObject, part: RequestPart, phrases: RulePhrases): { f
 }
 
 /**
- * What Ajv found, as the API's Error: `validation_failed` for the body, `invalid_parameter` for
- * query, path and headers; the message names the field or parameter and the rule it breaks. A body
- * is checked whole (its validator collects every error): each broken field is named once, in the
- * message (joined by "; ") and in `details`; a body that is not an object is that one error. Query,
- * path and headers stop at the first error.
+ * What Ajv found, as the API's Error: `validation_failed` for the body (each broken field once, in
+ * the message joined by "; " and in `details`), `invalid_parameter` for the first error of a query,
+ * path or header.
  */
 export function requestError (errors: readonly ErrorObject[], part: RequestPart, phrases: RulePhrases): ApiError {
   const code = part === 'body' ? 'validation_failed' : 'invalid_parameter'

@@ -2,10 +2,8 @@ import { Type, type Static } from 'typebox'
 import { Int64, Ref, WithDefaults } from './common.js'
 
 /*
- * The contract of /v1/pets. These schemas are the only description of a request: the OpenAPI
- * document is generated from them and the server validates every request part with a validator
- * compiled from them (schemas/validator.ts), so a client checking a request against /openapi.json
- * reaches the server's verdict.
+ * The contract of /v1/pets: the OpenAPI document is generated from these schemas and the server
+ * validates with them (schemas/validator.ts), so /openapi.json gives a client the server's verdict.
  */
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
@@ -15,22 +13,14 @@ export const NAME_MAX_LENGTH = 255
 export const LIMIT_MIN = 1
 export const LIMIT_MAX = 100
 export const LIMIT_DEFAULT = 20
-/**
- * What the service accepts as a cursor, as the document says it: base64url characters, at most as
- * many as a cursor it issues (services/cursor.ts: 22 bytes, 30 characters). A longer value, or one
- * with another character, was never issued, and is refused as any other cursor not issued is.
- */
+/** A cursor as the service issues them (services/cursor.ts): base64url, at most 30 characters. */
 export const CURSOR_MAX_LENGTH = 30
 export const CURSOR_PATTERN = '^[A-Za-z0-9_-]+$'
 
 /**
- * A well-formed name with some non-white-space character, as one pattern every JSON Schema tool
- * reads (no lookahead or lookbehind; plain classes, groups and quantifiers): white space, then a
- * character that is not white space, then any characters; where each character is a UTF-16 code
- * unit that is not a surrogate, or a surrogate pair. A lone surrogate (`"\ud83d"` in JSON) cannot be
- * stored as UTF-8 and would come back as U+FFFD, a different name. It means the same with or
- * without the regex `u` flag: with it a pair is one character outside the surrogate range, and a
- * lone surrogate one inside it.
+ * A name with some non-white-space character and no lone surrogate (which UTF-8 cannot store: it
+ * would come back as U+FFFD), in plain regex syntax every JSON Schema tool reads, meaning the same
+ * with or without the `u` flag.
  */
 export const NAME_PATTERN = '^\\s*([^\\s\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])([^\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
 /** The IETF draft makes the value an sf-string ("…"); Stripe sends it bare. Both are accepted. */
@@ -103,6 +93,9 @@ export const ConditionalReadHeadersSchema = Type.Object({
     description: 'Entity tags the client holds (`"…"`, `W/"…"` or `*`, comma-separated): when one names the current ETag the answer is 304 with no body. Any other value is simply no match.'
   })),
   'if-match': Type.Optional(Type.String({
-    description: 'Entity tags (`"…"` or `*`, comma-separated) the representation must still have (strong comparison): when none names the current ETag the answer is 412 `precondition_failed`, so a client holding an old copy learns it is stale.'
+    description: 'Entity tags (`"…"` or `*`, comma-separated) the representation must still have (strong comparison): when none names the current ETag the answer is 412 `precondition_failed`, so a client holding an old copy learns it is stale. The tag of any content coding of the current representation holds (`"…-gzip"`, `"…-br"`): a coding is not a change.'
+  })),
+  'accept-encoding': Type.Optional(Type.String({
+    description: 'Content codings the client accepts (RFC 9110 §12.5.3, q-values, `identity` and `*` included): the body is sent `gzip` or `br` (`Content-Encoding`), the client\'s preferred of them, br on a tie, when it is 1024 bytes or more (any size when identity is refused); smaller bodies, and any body when neither is accepted, are sent as they are. Each coding has its own ETag.'
   }))
 })

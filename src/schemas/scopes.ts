@@ -1,9 +1,7 @@
 /*
- * What an API key may do. A key holds a set of scopes; each route under /v1 declares the one scope
- * it needs in its `config.scope` (checked when the route is added: routes/v1.ts), and the
- * authentication policy refuses a valid key without it (403 insufficient_scope, RFC 6750 §3.1).
- * The OpenAPI document's security requirements and securitySchemes are written from the same
- * declarations and this catalogue.
+ * What an API key may do. Each route under /v1 declares the one scope it needs (`config.scope`,
+ * checked in routes/v1.ts); a key without it gets 403 insufficient_scope (RFC 6750 §3.1). The
+ * document's security requirements are written from the same declarations.
  */
 
 /** Every scope, with what it allows. */

@@ -6,18 +6,12 @@ import { requestError, type RequestPart, type RulePhrases } from './messages.js'
 
 type Json = Record<string, any>
 
-/**
- * The one grammar of an integer in a path or a query: decimal digits, `-` for negatives, no `+`, no
- * leading zeros, no spaces (`7`, `-7`, `0`; not `007`, `-0`, `+7`, `7.0`, `1e3`, `0x7`). It is how
- * every client library writes an integer, and it gives each number exactly one spelling.
- */
+/** An integer in a path or query: one spelling per number (`7`, `-7`, `0`; not `007`, `-0`, `+7`, `1e3`). */
 export const DECIMAL_INTEGER = /^(?:0|-?[1-9][0-9]*)$/
 
 /**
- * Query and path values arrive as strings. Each property the schema types as an integer is read
- * here, by the one grammar above, into a number (BigInt for int64, so nothing is rounded); anything
- * else is left as it is, and the schema then refuses it (a string is no integer). This is the only
- * conversion: Ajv's own coerceTypes would also take " 5", "5.0" or "" for numbers.
+ * Reads the integer properties of a query or path by that grammar (BigInt for int64); anything else
+ * stays a string, which the schema refuses. Ajv's coerceTypes would also take " 5", "5.0" or "".
  */
 function integerReader (schema: Json): (data: unknown) => unknown {
   const props = Object.entries((schema.properties ?? {}) as Record<string, Json>)
@@ -34,16 +28,12 @@ function integerReader (schema: Json): (data: unknown) => unknown {
 }
 
 /**
- * Fastify's validator compiler for every request part: Ajv (createRequestAjv) over the very schema
- * the route declares, which is also what @fastify/swagger writes into the OpenAPI document. `shared`
- * are the schemas routes refer to by $ref (see registerSchemas). A failure becomes the API's Error,
- * naming the field or parameter and the rule (schemas/messages.ts).
+ * Fastify's validator compiler: Ajv over the schema the route declares (the one the document shows),
+ * with `shared` for $refs. A failure becomes the API's Error (schemas/messages.ts).
  */
 export function createValidatorCompiler (shared: readonly TSchema[], phrases: RulePhrases): FastifySchemaCompiler<TSchema> {
-  // Built with the first validator, and each validator compiled on its first request rather than for
-  // every route at start (compiling is synchronous, so concurrent first requests cannot race).
-  // Two instances: a body is checked whole (every broken rule reported at once); query, path and
-  // headers stop at their first error.
+  // Each validator is compiled on its first request (synchronously: no race). Bodies get an Ajv that
+  // collects every error; query, path and headers stop at the first.
   const instances = new Map<boolean, Ajv2020>()
   const requestAjv = (allErrors: boolean): Ajv2020 => {
     let ajv = instances.get(allErrors)

@@ -1,27 +1,23 @@
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import { PET_STATUSES, type PetStatus } from '../schemas/pets.js'
 
-/*
- * Pagination cursors: opaque to clients, tamper-evident, bound to the status filter they were
- * issued for. Layout (then base64url): version (1 byte) | last id (int64 BE) | status (1 byte) | MAC (12 bytes).
- * The HMAC key lives in the store, so every instance accepts every other instance's cursors.
- */
+// Opaque, tamper-evident cursors bound to their status filter: base64url of
+// version (1 byte) | last id (int64 BE) | status (1 byte) | MAC (12 bytes).
 const VERSION = 1
 const MAC_BYTES = 12
 const LENGTH = 1 + 8 + 1 + MAC_BYTES
 const NO_STATUS = 0
 
-/** How many encoded and verified cursors are remembered (an HMAC per list request is measurable). */
+// Remembered cursors spare an HMAC per list request.
 const MEMO_SIZE = 4096
 
 export class CursorCodec {
-  // Both maps hold only what this codec computed itself: a cursor is remembered only after its MAC
-  // checked out, so a remembered cursor is exactly as trustworthy as a freshly verified one.
-  private readonly encoded = new Map<string, string>()
-  private readonly verified = new Map<string, { lastId: bigint, status: number }>()
+  // Only what this codec computed or verified: a remembered cursor is as trustworthy as a fresh one.
+  private readonly encoded = new LRUCache<string, string>({ max: MEMO_SIZE })
+  private readonly verified = new LRUCache<string, { lastId: bigint, status: number }>({ max: MEMO_SIZE })
 
-  // A KeyObject made once: createHmac with a Buffer key builds one per call, which is most of the cost
-  // of an HMAC (a list miss computes one or two).
+  // Made once: createHmac with a Buffer key builds a KeyObject per call, most of an HMAC's cost.
   private readonly key: KeyObject
 
   constructor (secret: Buffer) {
@@ -33,7 +29,7 @@ export class CursorCodec {
     let cursor = this.encoded.get(key)
     if (cursor === undefined) {
       cursor = this.compute(lastId, status)
-      remember(this.encoded, key, cursor)
+      this.encoded.set(key, cursor)
     }
     return cursor
   }
@@ -47,19 +43,18 @@ export class CursorCodec {
     return buf.toString('base64url')
   }
 
-  /** The last id the cursor points after, or undefined when it is forged, damaged, or for another filter. */
+  /** undefined when the cursor is forged, damaged, or for another filter. */
   decode (cursor: string, status: PetStatus | undefined): bigint | undefined {
     let known = this.verified.get(cursor)
     if (known === undefined) {
       if (cursor.length !== Math.ceil(LENGTH * 4 / 3) || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
       const buf = Buffer.from(cursor, 'base64url')
       if (buf.length !== LENGTH || buf.readUInt8(0) !== VERSION) return undefined
-      // Canonical spelling only: the last character carries 4 unused bits, and a decoder ignores
-      // them, so 15 other spellings would decode to the same bytes. One cursor, one string.
+      // Canonical spelling only: the last character's unused bits would give one cursor many strings.
       if (buf.toString('base64url') !== cursor) return undefined
       if (!timingSafeEqual(this.mac(buf.subarray(0, 10)), buf.subarray(10))) return undefined
       known = { lastId: buf.readBigInt64BE(1), status: buf.readUInt8(9) }
-      remember(this.verified, cursor, known)
+      this.verified.set(cursor, known)
     }
     const expected = status === undefined ? NO_STATUS : PET_STATUSES.indexOf(status) + 1
     return known.status === expected ? known.lastId : undefined
@@ -68,9 +63,4 @@ export class CursorCodec {
   private mac (data: Buffer): Buffer {
     return createHmac('sha256', this.key).update(data).digest().subarray(0, MAC_BYTES)
   }
-}
-
-function remember<V> (memo: Map<string, V>, key: string, value: V): void {
-  if (memo.size >= MEMO_SIZE) memo.delete(memo.keys().next().value!)
-  memo.set(key, value)
 }

@@ -7,10 +7,9 @@ import { createApiKey } from './api-keys.js'
 import type { Store } from '../store/store.js'
 
 /**
- * First start on a store without keys: hand the newcomer one at once, never through the log
- * stream (which under journald or Kubernetes lands in log aggregation). On a terminal it is shown
- * on stderr; without one it goes to FIRST_KEY_FILE, readable by this user only (0600), and the log
- * says where. The file is opened before the key is made, so a failure leaves no unseen key behind.
+ * On a first start without keys, one is handed out at once, never through the log stream (it lands in
+ * log aggregation): on a terminal to stderr, else to FIRST_KEY_FILE (0600), opened before the key is
+ * made so that a failure leaves no unseen key behind.
  */
 export async function handOutFirstKey (store: Store, config: Pick<Config, 'firstKeyFile' | 'cli'> & { url: string }, log: FastifyBaseLogger, toTerminal = process.stderr.isTTY === true): Promise<void> {
   if (toTerminal) {
@@ -28,7 +27,7 @@ export async function handOutFirstKey (store: Store, config: Pick<Config, 'first
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
     fd = openSync(path, 'w', 0o600)
-    fchmodSync(fd, 0o600) // a file left by an earlier first start keeps its old mode otherwise
+    fchmodSync(fd, 0o600) // an existing file keeps its old mode otherwise
   } catch (err) {
     throw new FirstKeyFileError(path, err)
   }
@@ -42,7 +41,6 @@ export async function handOutFirstKey (store: Store, config: Pick<Config, 'first
   log.info({ file: path }, `No API keys existed, so one was created. It is in ${path} (mode 0600): copy it, then delete the file. Make more with: ${config.cli} keys create --name NAME`)
 }
 
-/** The first key's file cannot be written: start-up stops before any key is made. */
 export class FirstKeyFileError extends DescribedError {
   constructor (readonly path: string, cause: unknown) {
     super(`cannot write the first API key to ${path} (${(cause as { code?: string }).code ?? (cause as Error).message}); set FIRST_KEY_FILE to a writable path, or make a key first with petstore keys create --name NAME --create`, { cause })

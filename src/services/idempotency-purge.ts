@@ -1,18 +1,15 @@
 import type { FastifyInstance } from 'fastify'
+import type { Clock } from '../runtime/clock.js'
 import type { Store } from '../store/store.js'
 
 export interface IdempotencyPurgeOptions {
   store: Pick<Store, 'purgeIdempotencyKeys'>
-  /** How long an Idempotency-Key is remembered. */
   ttlMs: number
-  now: () => number
+  now: Clock
   everyMs?: number
 }
 
-/**
- * Deletes expired Idempotency-Key records every hour. Expired records are already ignored by the
- * store; this only keeps the table small. The timer never keeps the process alive and stops on close.
- */
+/** Expired records are already ignored by the store: this only keeps the table small. */
 export default async function idempotencyPurge (app: FastifyInstance, opts: IdempotencyPurgeOptions): Promise<void> {
   const timer = setInterval(() => {
     opts.store.purgeIdempotencyKeys(new Date(opts.now() - opts.ttlMs))

@@ -1,40 +1,33 @@
 /*
- * Creating pets, once for both stores: the batch (group commit), the Idempotency-Key decision and
- * the result handed back. A store runs each batch in a transaction that keeps every other pet
- * insert out until it commits (SQLite: the one writer, BEGIN IMMEDIATE; PostgreSQL: the pet insert
- * lock), so a key looked up there cannot be claimed by anyone else before this batch commits. Inside
- * it the store looks up the batch's keys (idempotencyKeys), asks planCreates what to write, writes
- * it (drop, then insert the pets in order, then record), and answers createOutcomes.
+ * Creating pets, once for both stores. A store runs each batch in a transaction that keeps every
+ * other pet insert out until it commits, so a key it looks up there cannot be claimed by anyone else
+ * before the batch commits: look up (idempotencyKeys), plan (planCreates), write, answer (createOutcomes).
  */
 import type { NewPet, Pet } from '../schemas/pets.js'
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { type IdemRecord, storedPet } from './rows.js'
 import type { IdempotencyKey, IdempotentCreateResult } from './store.js'
 
-/** A create waiting for its batch: the pet, and its Idempotency-Key when the client sent one. */
 export interface CreateItem { pet: NewPet, idem?: IdempotencyKey }
 
-/** Per item: the new pet's id; the earlier pet when the key replays; null when the key was used with another body. */
+/** Per item: the new id; the earlier pet on a replay; null on a mismatch. */
 export type CreateOutcome = bigint | Pet | null
 
-/** How an item is answered: created (or replayed) from the pet at this index of CreatePlan.pets, an earlier pet, or null (mismatch). */
 type Answer = { created: number } | { replayed: number } | Pet | null
 
-/** What a batch writes, in this order, and how each item is answered. */
+/** Written in this order: drop, pets, record. */
 export interface CreatePlan {
-  /** Expired records to remove (their keys are recorded again). */
+  /** Expired records, replaced below. */
   readonly drop: IdempotencyKey[]
-  /** The pets to insert, in the batch's order (their ids are drawn ascending in this order). */
+  /** Ids are drawn ascending in this order. */
   readonly pets: NewPet[]
-  /** The records to write: each key with the index in `pets` of the pet it created. */
+  /** Each key with the index in `pets` of the pet it created. */
   readonly record: Array<{ idem: IdempotencyKey, pet: number }>
   readonly answers: Answer[]
 }
 
-/** A key's name in the map of records found (planCreates): its API key and its value. */
 export const keyOf = (idem: { apiKeyId: number, key: string }): string => `${idem.apiKeyId}:${idem.key}`
 
-/** The distinct keys of a batch, which the store looks up before planCreates. */
 export function idempotencyKeys (items: CreateItem[]): IdempotencyKey[] {
   const keys = new Map<string, IdempotencyKey>()
   for (const { idem } of items) if (idem !== undefined) keys.set(keyOf(idem), idem)
@@ -42,11 +35,8 @@ export function idempotencyKeys (items: CreateItem[]): IdempotencyKey[] {
 }
 
 /**
- * The batch, item by item in order, given the records (live or expired) found for its keys (by keyOf). A key
- * whose record is live answers from it (the same body replays the pet it created, another body is
- * a mismatch) and writes nothing; an expired record counts as absent and is replaced. Items without
- * a key just insert. An item sees the records of the items before it, so two items with one key in
- * a batch behave like two requests in a row.
+ * A live record answers and writes nothing; an expired one counts as absent and is replaced. An item
+ * sees the records of the items before it, so two with one key behave like two requests in a row.
  */
 export function planCreates (items: CreateItem[], found: ReadonlyMap<string, IdemRecord>): CreatePlan {
   const plan: CreatePlan = { drop: [], pets: [], record: [], answers: [] }
@@ -76,7 +66,6 @@ export function planCreates (items: CreateItem[], found: ReadonlyMap<string, Ide
   return plan
 }
 
-/** Each item's outcome, once the plan's pets were inserted with these ids (in `pets` order). */
 export function createOutcomes (plan: CreatePlan, ids: bigint[]): CreateOutcome[] {
   return plan.answers.map(a => {
     if (a === null) return null
@@ -86,10 +75,7 @@ export function createOutcomes (plan: CreatePlan, ids: bigint[]): CreateOutcome[
   })
 }
 
-/**
- * The create half of a Store: submissions are group-committed through `commit` (one transaction
- * and one flush for every create that arrived meanwhile), and each caller gets its own result.
- */
+/** Group-commits submissions through `commit`; each caller gets its own result. */
 export class PetCreates {
   private readonly batches: GroupCommit<CreateItem, CreateOutcome>
 
@@ -108,7 +94,6 @@ export class PetCreates {
     return { outcome: 'replayed', pet: out }
   }
 
-  /** Resolves once no batch is queued or committing. */
   async drain (): Promise<void> {
     await this.batches.drain()
   }

@@ -1,20 +1,15 @@
 /**
- * Group commit: items submitted while a batch is being committed wait and go together in the next
- * batch, so one flush acknowledges many writes. At most one batch is in flight; each submitter's
- * promise settles only after its own batch has committed (or failed, with the batch's error).
+ * Items submitted while a batch commits go together in the next, so one flush acknowledges many
+ * writes. Each submitter's promise settles after its own batch committed or failed.
  */
 export interface GroupCommitOptions {
-  /** The most items in one batch. */
   maxBatch?: number
   /**
-   * The least time between the starts of two batches, in ms (0: none). A store whose every batch
-   * costs a flush sets it, so that under a steady stream of writes one flush carries what arrived
-   * over that time instead of the few that arrived during the previous flush. A batch still starts
-   * at once when the previous one started longer ago (a lone write waits for nothing) or as soon as
-   * `fullBatch` items are waiting.
+   * Least ms between batch starts, for a store whose every batch costs a flush: one flush then
+   * carries what arrived meanwhile. A lone write still starts at once.
    */
   minIntervalMs?: number
-  /** With minIntervalMs: this many waiting items start a batch without waiting out the interval. */
+  /** This many waiting items start a batch without waiting out the interval. */
   fullBatch?: number
 }
 
@@ -22,7 +17,6 @@ export class GroupCommit<In, Out> {
   private queue: Array<{ item: In, resolve: (v: Out) => void, reject: (e: unknown) => void }> = []
   private inFlight = false
   private lastStart = -Infinity
-  /** Ends the wait for the interval early (fullBatch items are waiting). */
   private endWait: (() => void) | undefined
   private readonly maxBatch: number
   private readonly minIntervalMs: number
@@ -49,7 +43,6 @@ export class GroupCommit<In, Out> {
     })
   }
 
-  /** Resolves once nothing is queued or in flight. */
   async drain (): Promise<void> {
     while (this.inFlight || this.queue.length > 0) {
       await new Promise(resolve => setImmediate(resolve))
@@ -61,7 +54,6 @@ export class GroupCommit<In, Out> {
       const wait = this.lastStart + this.minIntervalMs - performance.now()
       if (wait > 0 && this.queue.length < this.fullBatch) {
         await new Promise<void>(resolve => {
-          // Timers count whole milliseconds: rounded up, so the wait is never shorter than the interval's rest.
           const timer = setTimeout(() => { this.endWait?.() }, Math.ceil(wait))
           this.endWait = () => {
             clearTimeout(timer)

@@ -1,28 +1,17 @@
-import type { Config } from '../config/index.js'
+import { pgOptions, type StoreConfig } from './options.js'
 import type { SynchronousLevel } from './sqlite/connection.js'
 import type { Store } from './store.js'
 
+export type { StoreConfig } from './options.js'
 export type { Store } from './store.js'
 
-export type StoreConfig = Pick<Config, 'database' | 'pgPoolMax' | 'pgStatementTimeoutMs' | 'pgConnectTimeoutMs' | 'pgPreparedStatements'>
+// Each store's module is loaded only when DATABASE_URL names it.
 
-function pgOptions (url: string, config: StoreConfig) {
-  return { url, poolMax: config.pgPoolMax, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs, preparedStatements: config.pgPreparedStatements }
-}
-
-// Each store's module is loaded only when DATABASE_URL names it: a SQLite start does not load `pg`,
-// a PostgreSQL start does not load better-sqlite3.
-
-/** What benchmarks and tests may change that users do not. */
 export interface StoreOptions {
-  /**
-   * SQLite's synchronous level: FULL (the default) keeps the durability promise through power loss;
-   * the durability test and the bench compare it with NORMAL.
-   */
+  /** FULL (the default) keeps the durability promise through power loss. */
   sqliteSynchronous?: SynchronousLevel
 }
 
-/** Opens the store DATABASE_URL names, applying pending migrations first. */
 export async function openStore (config: StoreConfig, { sqliteSynchronous = 'FULL' }: StoreOptions = {}): Promise<Store> {
   const db = config.database
   if (db.kind === 'sqlite') {
@@ -33,7 +22,6 @@ export async function openStore (config: StoreConfig, { sqliteSynchronous = 'FUL
   return await PostgresStore.open(pgOptions(db.url, config))
 }
 
-/** Applies pending migrations without starting anything; returns the versions applied. */
 export async function migrateStore (config: StoreConfig): Promise<number[]> {
   const db = config.database
   if (db.kind === 'sqlite') {

@@ -1,34 +1,25 @@
 /*
- * The rows both stores read, and their mapping to the service's objects, written once. The
- * dialects differ only in how a column arrives: SQLite (better-sqlite3, safe integers) gives text
- * as string, dates as ISO strings or epoch milliseconds (bigint); PostgreSQL (pg) gives the pet name
- * as bytea (a Buffer, because text cannot hold U+0000) and timestamptz as Date. Both give int64 as
- * bigint.
+ * Rows of both stores mapped once. SQLite gives dates as ISO strings or epoch ms; PostgreSQL gives
+ * the pet name as bytea (text cannot hold U+0000) and timestamptz as Date; both give int64 as bigint.
  */
 import { INT64_MIN } from '../schemas/int64.js'
 import type { NewPet, Pet, PetStatus } from '../schemas/pets.js'
 import { parseScopesText } from '../schemas/scopes.js'
-import type { ApiKeyRecordLine } from '../services/transfer/format.js'
+import type { ApiKeyRecordLine } from './transfer/records.js'
 import type { ApiKeyGrant, ApiKeyRecord, ListPetsParams } from './store.js'
 
-/** The pet columns every pet query selects: `id, name, category_id, status`. */
 export interface PetRow { id: bigint, name: string | Buffer, category_id: bigint, status: PetStatus }
-/** An Idempotency-Key record joined with the pet it created. */
 export interface IdemRow extends PetRow { fingerprint: string, created_at: bigint | Date }
-/** `id, scopes, expires_at, revoked_at` of the key a bearer token hashes to (KEY_GRANT_COLUMNS). */
 export interface KeyGrantRow { id: bigint, scopes: string, expires_at: string | Date | null, revoked_at: string | Date | null }
-/** Every column of a key but its hash (KEY_COLUMNS). */
+/** Every column of a key but its hash. */
 export interface KeyRow extends KeyGrantRow { name: string, created_at: string | Date, last_used_at: string | Date | null }
 
-/** A key as export reads it: every column, its hash included (KEY_EXPORT_COLUMNS). */
 export interface KeyExportRow extends KeyRow { key_hash: string }
 
-/** The columns of KeyGrantRow, KeyRow and KeyExportRow: the same SQL on both stores. */
 export const KEY_GRANT_COLUMNS = 'id, scopes, expires_at, revoked_at'
 export const KEY_COLUMNS = 'id, name, scopes, created_at, expires_at, last_used_at, revoked_at'
 export const KEY_EXPORT_COLUMNS = `${KEY_COLUMNS}, key_hash`
 
-/** An Idempotency-Key record as found: what was sent, when, and the pet it created. */
 export interface IdemRecord { fingerprint: string, createdAt: Date, pet: Pet }
 
 const toDate = (v: string | Date | bigint): Date => (v instanceof Date ? v : new Date(typeof v === 'bigint' ? Number(v) : v))
@@ -60,15 +51,13 @@ export const toApiKey = (r: KeyRow): ApiKeyRecord => ({
   revokedAt: toDateOrNull(r.revoked_at)
 })
 
-/** The pet a create stored: its assigned id and the validated body (the request validator applied the status default). */
+/** The request validator has applied the status default. */
 export const storedPet = (id: bigint, pet: NewPet): Pet => ({ id, name: pet.name, categoryId: pet.categoryId, status: pet.status })
 
-/** The keyset lower bound of a page: ids are int64, so the first page starts after the smallest. */
 export const pageAfter = (params: ListPetsParams): bigint => params.afterId ?? INT64_MIN
 
 const msOrNull = (v: string | Date | null): number | null => (v === null ? null : toDate(v).getTime())
 
-/** A key's line of an export. */
 export const toKeyRecordLine = (r: KeyExportRow): ApiKeyRecordLine => ({
   type: 'apiKey',
   id: Number(r.id),

@@ -1,67 +1,26 @@
 import type { DatabaseLocation } from '../config/index.js'
-import type { ApiKeyRecordLine, Counts, DataRecord, IdempotencyRecord, PetRecord, SettingRecord } from '../services/transfer/format.js'
-import type { StoreConfig } from './index.js'
-import { PostgresTransferReader, PostgresTransferWriter } from './postgres/transfer.js'
-import { SqliteTransferReader, SqliteTransferWriter } from './sqlite/transfer.js'
+import { pgOptions, type StoreConfig } from './options.js'
+import type { TransferReader, TransferWriter } from './transfer/contract.js'
 
-/*
- * Whole-store reads and writes for export, import and copy. Kept beside the Store interface rather
- * than in it: the service never needs them, and each works on its own connection (one snapshot to
- * read, one transaction to write), not through the service's pool or group commit.
- */
+export type { RecordOrigin, TransferReader, TransferWriter } from './transfer/contract.js'
 
-/** Reads one consistent snapshot of a store, section by section, streaming (constant memory). */
-export interface TransferReader {
-  readonly kind: 'sqlite' | 'postgres'
-  /**
-   * Starts the snapshot; returns what it holds. Idempotency records created before `liveSince`
-   * (ms since the epoch) are expired and left out.
-   */
-  begin (liveSince: number): Promise<Counts>
-  settings (): AsyncIterable<SettingRecord>
-  apiKeys (): AsyncIterable<ApiKeyRecordLine>
-  /** Every pet, ascending id. */
-  pets (): AsyncIterable<PetRecord>
-  idempotencyKeys (): AsyncIterable<IdempotencyRecord>
-  /** Ends the snapshot (nothing was written). */
-  end (): Promise<void>
-  close (): Promise<void>
-}
-
-/** Where a failed record came from, for the message: a line of the import file, or nothing (copy). */
-export type RecordOrigin = number | undefined
-
-/**
- * Writes records into a store in ONE transaction that also keeps other writers out, so an import
- * is all or nothing: any failure before commit() returns leaves the store as it was.
- */
-export interface TransferWriter {
-  readonly kind: 'sqlite' | 'postgres'
-  /** Opens the transaction and takes the store's write lock; returns what the store already holds. */
-  begin (): Promise<Counts>
-  /**
-   * Adds a record (possibly batched until the next write of another type, or commit). Settings
-   * replace existing ones when `replaceSettings`, else an existing setting is kept. A collision or
-   * a dangling reference fails naming `origin`.
-   */
-  write (record: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void>
-  /** Writes what is batched, moves the id sequences past the highest ids, commits. */
-  commit (): Promise<void>
-  rollback (): Promise<void>
-  close (): Promise<void>
-}
-
-function pgOptions (url: string, config: StoreConfig) {
-  return { url, poolMax: 1, statementTimeoutMs: config.pgStatementTimeoutMs, connectTimeoutMs: config.pgConnectTimeoutMs, preparedStatements: config.pgPreparedStatements }
-}
+// Each store's transfer module is loaded only for a location of its kind.
 
 /** Opens a reader on the store at `location` (applying pending migrations first, as every command does). */
 export async function openTransferReader (location: DatabaseLocation, config: StoreConfig): Promise<TransferReader> {
-  if (location.kind === 'sqlite') return SqliteTransferReader.open(location.path, 'FULL')
-  return await PostgresTransferReader.open(pgOptions(location.url, config))
+  if (location.kind === 'sqlite') {
+    const { SqliteTransferReader } = await import('./sqlite/transfer.js')
+    return SqliteTransferReader.open(location.path, 'FULL')
+  }
+  const { PostgresTransferReader } = await import('./postgres/transfer.js')
+  return await PostgresTransferReader.open({ ...pgOptions(location.url, config), poolMax: 1 })
 }
 
 export async function openTransferWriter (location: DatabaseLocation, config: StoreConfig): Promise<TransferWriter> {
-  if (location.kind === 'sqlite') return SqliteTransferWriter.open(location.path, 'FULL')
-  return await PostgresTransferWriter.open(pgOptions(location.url, config))
+  if (location.kind === 'sqlite') {
+    const { SqliteTransferWriter } = await import('./sqlite/transfer.js')
+    return SqliteTransferWriter.open(location.path, 'FULL')
+  }
+  const { PostgresTransferWriter } = await import('./postgres/transfer.js')
+  return await PostgresTransferWriter.open({ ...pgOptions(location.url, config), poolMax: 1 })
 }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import { tempDir } from '../helpers/app.js'
@@ -38,18 +37,19 @@ describe('the petstore CLI (black box)', () => {
     }
   })
 
-  it('keys revoke makes a running server refuse the key within 1 second', async (t) => {
+  it('keys revoke makes a running server that accepted the key refuse it', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}` }
     const made = await runCli(['keys', 'create', '--name', 'doomed', '--create'], env)
     const keep = await runCli(['keys', 'create', '--name', 'kept'], env)
-    const server = await startServer(t, env)
+    // The key cache off, so the revocation is seen at once: how long the cache may trust a key
+    // (KEY_CACHE_TTL_MS, at most 1 s) is tested in-process by the app's clock (test/plugins/auth.test.ts).
+    const server = await startServer(t, { ...env, KEY_CACHE_TTL_MS: '0' })
     const call = (key: string) => fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
 
     assert.equal((await call(made.stdout.trim())).status, 200)
     const revoked = await runCli(['keys', 'revoke', '1'], env)
     assert.equal(revoked.code, 0, revoked.stderr)
     assert.match(revoked.stderr, /key 1 revoked/)
-    await sleep(1000)
     const res = await call(made.stdout.trim())
     assert.equal(res.status, 401)
     assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/)

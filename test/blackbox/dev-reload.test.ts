@@ -26,7 +26,7 @@ describe('npm run dev (black box)', () => {
     const child = spawn('npm', ['run', 'dev', '--silent'], {
       cwd: root,
       detached: true,
-      env: childEnv({ DATABASE_URL: `sqlite:${join(root, 'petstore.db')}`, HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0' }),
+      env: childEnv({ DATABASE_URL: `sqlite:${join(root, 'petstore.db')}`, HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DRAIN_MS: '0' }),
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let out = ''

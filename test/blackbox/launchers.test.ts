@@ -50,7 +50,7 @@ async function launch (t: TestContext, command: string, args: string[], depth: n
     DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`,
     HOST: '127.0.0.1',
     PORT: '0',
-    SHUTDOWN_DELAY_MS: String(DRAIN_MS),
+    SHUTDOWN_DRAIN_MS: String(DRAIN_MS),
     EVENT_LOOP_MAX_DELAY_MS: '0'
   })
   const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })

@@ -59,7 +59,7 @@ async function serve (t: TestContext, command: string, args: string[], env: Reco
   const dir = tempDir(t)
   const child: ChildProcess = spawn(command, args, {
     cwd: ROOT,
-    env: childEnv({ PATH: HOST_PATH, DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, FIRST_KEY_FILE: join(dir, 'first-api-key.txt'), HOST: '127.0.0.1', PORT: '0', SHUTDOWN_DELAY_MS: '300', EVENT_LOOP_MAX_DELAY_MS: '0', ...env }),
+    env: childEnv({ PATH: HOST_PATH, DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, FIRST_KEY_FILE: join(dir, 'first-api-key.txt'), HOST: '127.0.0.1', PORT: '0', SHUTDOWN_DRAIN_MS: '300', EVENT_LOOP_MAX_DELAY_MS: '0', ...env }),
     stdio: ['ignore', 'pipe', 'pipe']
   })
   watchExit(child, `${command} ${args.join(' ')}`)

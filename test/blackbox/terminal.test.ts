@@ -23,7 +23,7 @@ async function startInTerminal (t: TestContext, env: Record<string, string>, rea
   // `timeout` bounds the server's life even if the teardown below were never reached.
   const command = `exec timeout 120 ${shellQuote(process.execPath)} ${shellQuote(SERVER_PATH)} ${redirect}`
   const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
-    cwd: ROOT, env: childEnv({ TERM: 'xterm', HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0', ...env }), stdio: ['pipe', 'pipe', 'pipe']
+    cwd: ROOT, env: childEnv({ TERM: 'xterm', HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DRAIN_MS: '0', ...env }), stdio: ['pipe', 'pipe', 'pipe']
   })
   let screen = ''
   child.stdout.setEncoding('utf8').on('data', (s: string) => { screen += s })

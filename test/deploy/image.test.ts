@@ -18,7 +18,7 @@ import { freePort } from '../helpers/server.js'
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string, license: string }
 const defaults = loadConfig({}, ROOT)
 /** What an orchestrator must allow between SIGTERM and SIGKILL (deploy/kubernetes sets at least this). */
-const GRACE_S = Math.ceil((defaults.shutdownDelayMs + defaults.shutdownTimeoutMs) / 1000)
+const GRACE_S = Math.ceil((defaults.shutdownDrainMs + defaults.shutdownTimeoutMs) / 1000)
 const MAX_ADDED_BYTES = 120 * 1000 * 1000
 
 async function imageSize (image: string): Promise<number> {

@@ -2,7 +2,7 @@
 /*
  * The deployment files agree with the code: the Kubernetes manifests, the compose files and the
  * systemd unit run the image's or the checkout's server with settings the config accepts, probe
- * paths the server answers, a port it listens on, a grace period that covers SHUTDOWN_DELAY_MS +
+ * paths the server answers, a port it listens on, a grace period that covers SHUTDOWN_DRAIN_MS +
  * SHUTDOWN_TIMEOUT_MS as that environment sets them, a user that is not root, and the database URL
  * from a Secret, never written in a file. The unit passes `systemd-analyze verify`. Every Kubernetes
  * manifest passes the Kubernetes API's JSON schemas (kubernetes-models, offline), a manifest with a
@@ -44,7 +44,7 @@ function image (): { env: Record<string, string>, user: string, cmd: string[] } 
 }
 
 function graceMs (config: Config): number {
-  return config.shutdownDelayMs + config.shutdownTimeoutMs
+  return config.shutdownDrainMs + config.shutdownTimeoutMs
 }
 
 /** "20s", "1m30s" → milliseconds (compose durations). */
@@ -144,7 +144,7 @@ describe('deployment files agree with the code', () => {
     assert.deepEqual([c.readinessProbe!.httpGet, c.livenessProbe!.httpGet, c.startupProbe!.httpGet],
       [{ path: '/readyz', port: 'http' }, { path: '/healthz', port: 'http' }, { path: '/healthz', port: 'http' }])
     // Readiness fails within the drain, so the pod leaves the endpoints before it stops accepting.
-    assert.ok(c.readinessProbe!.periodSeconds * c.readinessProbe!.failureThreshold * 1000 <= config.shutdownDelayMs)
+    assert.ok(c.readinessProbe!.periodSeconds * c.readinessProbe!.failureThreshold * 1000 <= config.shutdownDrainMs)
     assert.ok(spec.terminationGracePeriodSeconds! * 1000 >= graceMs(config), `terminationGracePeriodSeconds ${spec.terminationGracePeriodSeconds} covers ${graceMs(config)} ms`)
     assertLockedDown(spec, c)
     const mounts = c.volumeMounts!.map(m => m.mountPath)
@@ -272,7 +272,7 @@ describe('deployment files agree with the code', () => {
     const [, inter, fall] = /inter (\d+)s fall (\d+)/.exec(haproxy)!
     const scale = parse(read('compose.scale.yaml'), { merge: true }) as { 'x-petstore': { environment: Record<string, string> } }
     const config = loadConfig({ ...img.env, ...scale['x-petstore'].environment, DATABASE_URL: SOME_DATABASE }, '/app')
-    assert.ok(Number(inter) * Number(fall) * 1000 <= config.shutdownDelayMs, 'the balancer takes a draining instance out before it stops accepting')
+    assert.ok(Number(inter) * Number(fall) * 1000 <= config.shutdownDrainMs, 'the balancer takes a draining instance out before it stops accepting')
     const pgbouncer = read('deploy/compose/pgbouncer/pgbouncer.ini')
     assert.match(pgbouncer, /^pool_mode = transaction$/m)
     // The admin console and its read-only user, as docs/how-to/pgbouncer.md reaches them.

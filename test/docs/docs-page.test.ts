@@ -85,23 +85,62 @@ describe('/docs', () => {
     assert.deepEqual(foreign, [], 'the page asked for nothing outside this server')
   })
 
-  it('keeps an expanded operation a few screens long, with a realistic example body and a short description above', async (t) => {
+  it('keeps an expanded operation about two screens long at 1280 px: its own answers first, the shared ones a line each, code samples folded, /openapi.json linked', async (t) => {
     const s = await startTestServer(t)
     const { page } = await openBrowser(t, s.origin)
     await page.setViewportSize({ width: 1280, height: 1000 })
-    await page.goto(`${s.origin}/docs`)
-    await page.locator('.opblock').first().waitFor()
-    const info = await page.locator('.information-container').boundingBox()
-    assert.ok(info !== null && info.height < 300, `the API description is short (${info?.height} px)`)
-    for (const id of ['listPets', 'createPet', 'getPet']) {
-      const op = operation(page, id)
-      await op.locator('.opblock-summary').click()
-      await op.locator('.responses-wrapper').waitFor()
-      const height = (await op.boundingBox())?.height ?? Infinity
-      // Four screens of 1000 px at most.
-      assert.ok(height < 4000, `${id} expanded is ${Math.round(height)} px tall`)
-      if (id === 'createPet') assert.match(await op.locator('textarea.body-param__text').inputValue(), /"name": "Rex"/)
-      await op.locator('.opblock-summary').click()
+    try {
+      await page.goto(`${s.origin}/docs`)
+      await page.locator('.opblock').first().waitFor()
+      const info = await page.locator('.information-container').boundingBox()
+      assert.ok(info !== null && info.height < 400, `the API description is short (${info?.height} px)`)
+      assert.match(await page.locator('.information-container').innerText(), /Every answer carries/)
+      // The document, linked under the title at the address it is published at.
+      const link = page.locator('.information-container .info a', { hasText: '/openapi.json' })
+      assert.equal(await link.getAttribute('href'), '/openapi.json')
+      const linked = await fetch(`${s.origin}/openapi.json`)
+      assert.equal(linked.status, 200)
+      assert.equal(((await linked.json()) as { info: { title: string } }).info.title, 'Petstore')
+
+      const heights: Record<string, number> = {}
+      for (const id of ['listPets', 'createPet', 'getPet']) {
+        const op = operation(page, id)
+        await op.locator('.opblock-summary').click()
+        await op.locator('.responses-wrapper').waitFor()
+        await op.locator('tr.petstore-shared').first().waitFor()
+        heights[id] = Math.round((await op.boundingBox())?.height ?? Infinity)
+        await op.screenshot({ path: new URL(`docs-page-${id}.png`, ARTIFACTS).pathname })
+        const codes = await op.locator('.responses-table > tbody > tr.response').evaluateAll(rows => rows.map(r => [r.getAttribute('data-code'), r.classList.contains('petstore-shared')]))
+        // The operation's own answers (inline in the document) first, then the shared ones ($ref), each in a line.
+        const firstShared = codes.findIndex(([, shared]) => shared === true)
+        assert.ok(firstShared > 0 && codes.slice(firstShared).every(([, shared]) => shared === true), `${id}: ${JSON.stringify(codes)}`)
+        for (const [code, shared] of codes) assert.equal(shared, ['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503'].includes(String(code)), `${id} ${code}`)
+        const unauthorized = op.locator('tr.petstore-shared[data-code="401"]')
+        assert.match(await unauthorized.innerText(), /`?unauthorized`?[\s\S]*Headers: X-Request-Id, WWW-Authenticate/)
+        assert.ok(((await unauthorized.boundingBox())?.height ?? Infinity) < 60, 'a shared answer takes a line')
+        // Code samples, folded: curl, the TypeScript client, fetch.
+        assert.equal((await op.locator('.petstore-samples summary').innerText()).trim(), 'Code samples: curl · TypeScript client · fetch')
+        if (id === 'createPet') assert.match(await op.locator('textarea.body-param__text').inputValue(), /"name": "Rex"/)
+        if (id === 'getPet') {
+          // One click shows a shared answer in full, with its header table.
+          await unauthorized.locator('.petstore-shared-open').click()
+          const full = op.locator('tr.response[data-code="401"]')
+          await full.locator('.headers-wrapper').waitFor()
+          assert.match(await full.innerText(), /WWW-Authenticate/)
+          // An own answer's table keeps the operation's own headers; those every answer carries are named under it.
+          const ok = op.locator('tr.response[data-code="200"]')
+          assert.deepEqual(await ok.locator('.headers-wrapper tbody td:first-child').allInnerTexts(), ['ETag', 'Cache-Control', 'Content-Encoding', 'Vary'])
+          assert.match(await ok.locator('.petstore-common-headers').innerText(), /^Also: X-Request-Id, Deprecation, Sunset, Link, RateLimit, RateLimit-Policy/)
+          await op.locator('.petstore-samples summary').click()
+          assert.match(await op.locator('.petstore-samples').innerText(), /curl -sS 'http:\/\/127\.0\.0\.1:8080\/v1\/pets\/1'/)
+        }
+        await op.locator('.opblock-summary').click()
+      }
+      // About two screens of 1000 px, at 1280 px wide.
+      for (const id of ['listPets', 'createPet', 'getPet']) assert.ok(heights[id]! <= 2000, `${id} expanded is ${heights[id]} px tall`)
+      t.diagnostic(`expanded heights at 1280 px: ${JSON.stringify(heights)}`)
+    } finally {
+      await page.screenshot({ path: new URL('docs-page-reading.png', ARTIFACTS).pathname, fullPage: true })
     }
   })
 

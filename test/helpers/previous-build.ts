@@ -7,7 +7,7 @@ import { ROOT } from './process.js'
 
 /*
  * The build before the newest PostgreSQL migration, taken from the project's git history: the parent
- * of the last commit that changed src/store/postgres/migrations.ts (or HEAD while that file has
+ * of the last commit that added a migration to src/store/postgres/migrations.ts (or HEAD while that file has
  * uncommitted changes), extracted with `git archive`, installed and built with `npm ci`. Installed
  * once per commit into the system's temporary directory (petstore-build-<commit>) and reused by
  * later runs and other checkouts.
@@ -39,13 +39,16 @@ async function git (...args: string[]): Promise<string> {
   return (await exec('git', args, { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })).stdout.trim()
 }
 
+const MIGRATION_ENTRY = '^\\s*version: [0-9]+,'
+
 /** The commit whose tree is the build before the newest migration. */
 async function previousCommit (): Promise<string> {
   // A shallow clone may lack the commit that changed the migrations, or its parent.
   if (await git('rev-parse', '--is-shallow-repository') === 'true') await git('fetch', '--quiet', '--unshallow')
-  const dirty = await exec('git', ['diff', '--quiet', 'HEAD', '--', MIGRATIONS], { cwd: ROOT }).then(() => false, () => true)
+  // A migration is a `version: N` entry: commits that changed only comments or layout do not count.
+  const dirty = await exec('git', ['diff', '--quiet', `-G${MIGRATION_ENTRY}`, 'HEAD', '--', MIGRATIONS], { cwd: ROOT }).then(() => false, () => true)
   if (dirty) return await git('rev-parse', 'HEAD')
-  const last = await git('log', '-1', '--format=%H', '--', MIGRATIONS)
+  const last = await git('log', '-1', '--format=%H', `-G${MIGRATION_ENTRY}`, '--', MIGRATIONS)
   if (last === '') throw new Error(`git log finds no commit that changed ${MIGRATIONS}`)
   return await git('rev-parse', `${last}^`)
 }

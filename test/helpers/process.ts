@@ -97,7 +97,7 @@ function spawnWithOutput (args: string[], env: Record<string, string>) {
 export async function startServer (t: TestContext, env: Record<string, string>, entry: string[] = [SERVER]): Promise<RunningServer> {
   // Overload shedding is off unless a test asks for it, as in buildTestApp: a loaded test machine must
   // not turn the requests of tests about something else into 503s. No drain on SIGTERM either
-  // (SHUTDOWN_DELAY_MS=0; the rolling-restart test asks for one): tests stop their servers often.
+  // (SHUTDOWN_DRAIN_MS=0; the rolling-restart test asks for one): tests stop their servers often.
   // Without a terminal the first key goes to a file: for PostgreSQL its default is in the project
   // directory, so a test's server writes it to a directory of the test's own instead.
   const keyFile: Record<string, string> = {}
@@ -106,7 +106,7 @@ export async function startServer (t: TestContext, env: Record<string, string>, 
     onCleanup(t, () => rmSync(dir, { recursive: true, force: true }))
     keyFile.FIRST_KEY_FILE = join(dir, 'first-api-key.txt')
   }
-  const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0', ...keyFile, ...env })
+  const p = spawnWithOutput(entry, { HOST: '127.0.0.1', PORT: '0', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DRAIN_MS: '0', ...keyFile, ...env })
   onCleanup(t, async () => {
     if (p.child.exitCode === null && p.child.signalCode === null) {
       p.child.kill('SIGKILL')

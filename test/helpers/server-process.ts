@@ -32,7 +32,7 @@ export async function makeKey (dbPath: string): Promise<string> {
  * Starts `node dist/server.js` on an ephemeral loopback port over the given SQLite file and waits
  * until it listens. `wrap` prefixes the command (e.g. strace). The caller kills it. Overload shedding
  * is off unless `env` turns it on (a loaded test machine must not shed the requests under test), and
- * so is the drain on SIGTERM (SHUTDOWN_DELAY_MS=0). `storeOptions` (what users cannot change) start
+ * so is the drain on SIGTERM (SHUTDOWN_DRAIN_MS=0). `storeOptions` (what users cannot change) start
  * the same entry through scripts/serve-with-store-options.mjs.
  */
 export async function startServerProcess (dbPath: string, opts: { env?: Record<string, string>, wrap?: string[], timeoutMs?: number, storeOptions?: StoreOptions } = {}): Promise<ServerProcess> {
@@ -41,7 +41,7 @@ export async function startServerProcess (dbPath: string, opts: { env?: Record<s
     : [fileURLToPath(new URL('../../scripts/serve-with-store-options.mjs', import.meta.url)), JSON.stringify(opts.storeOptions)]
   const argv = [...(opts.wrap ?? []), process.execPath, ...entry]
   const proc = spawn(argv[0]!, argv.slice(1), {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbPath}`, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0', ...opts.env },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbPath}`, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DRAIN_MS: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   // Wrapped (strace), the signal seen is the wrapper's: it reports the server's own ending.

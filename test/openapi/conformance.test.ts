@@ -75,7 +75,8 @@ describe('the conformance check', () => {
       sunset: 'Thu, 05 Dec 2030 00:00:00 GMT',
       link: '</v1/pets>; rel="successor-version"',
       etag: '"abc"',
-      'cache-control': 'private, no-cache'
+      'cache-control': 'private, no-cache',
+      vary: 'Accept-Encoding'
     },
     body: '{"id":1,"name":"Rex","categoryId":9223372036854775807,"status":"available"}'
   }

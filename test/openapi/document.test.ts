@@ -31,7 +31,12 @@ describe('the OpenAPI document', () => {
   })
 
   const doc = JSON.parse(committed('openapi.json')) as Json
-  const op = (path: string, method: string): Json => doc.paths[path][method]
+  // An operation with its responses as they read: inline, or shared under components/responses.
+  const op = (path: string, method: string): Json => {
+    const o = doc.paths[path][method]
+    return { ...o, responses: Object.fromEntries(Object.entries(o.responses as Json).map(([status, r]) => [status, response(r)])) }
+  }
+  const response = (r: Json): Json => typeof r.$ref === 'string' ? doc.components.responses[r.$ref.split('/').pop()!] : r
   // A response header, inline or shared under components/headers.
   const header = (response: Json, name: string): Json => {
     const h = response.headers[name]
@@ -64,10 +69,11 @@ describe('the OpenAPI document', () => {
           continue
         }
         assert.deepEqual(o.security, [{ bearerAuth: [scopes[o.operationId]] }], `${o.operationId} names its scope`)
-        assert.ok(header(o.responses['401'], 'WWW-Authenticate').required)
-        assert.ok(header(o.responses['403'], 'WWW-Authenticate').required)
-        assert.match(o.responses['403'].description, /`insufficient_scope`/)
-        assert.match(o.responses['401'].description, /`key_expired`/)
+        const [r401, r403] = [response(o.responses['401']), response(o.responses['403'])]
+        assert.ok(header(r401, 'WWW-Authenticate').required)
+        assert.ok(header(r403, 'WWW-Authenticate').required)
+        assert.match(r403.description, /`insufficient_scope`/)
+        assert.match(r401.description, /`key_expired`/)
       }
     }
   })
@@ -77,7 +83,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual([Pet.properties.id.format, Pet.properties.categoryId.format, NewPet.properties.categoryId.format], ['int64', 'int64', 'int64'])
     assert.equal(NewPet.properties.status.default, 'available')
     const params = op('/pets', 'get').parameters as Json[]
-    assert.deepEqual(params.map(p => `${p.in} ${p.name}`), ['query limit', 'query status', 'query cursor', 'header if-none-match', 'header if-match'])
+    assert.deepEqual(params.map(p => `${p.in} ${p.name}`), ['query limit', 'query status', 'query cursor', 'header if-none-match', 'header if-match', 'header accept-encoding'])
     // The request headers the service reads are parameters, with the rule it checks.
     const idempotencyKey = (op('/pets', 'post').parameters as Json[]).find(p => p.in === 'header' && p.name === 'idempotency-key')
     assert.equal(idempotencyKey?.schema.pattern, IDEMPOTENCY_KEY)
@@ -103,6 +109,28 @@ describe('the OpenAPI document', () => {
         else assert.equal(header(r, h).required, ['400', '414'].includes(status) ? undefined : true, `${status} ${h}`)
       }
     }
+  })
+
+  it('describes the answers every operation shares once, under components/responses, and gives each operation its code samples', () => {
+    const shared = ['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503']
+    const used = new Set<string>()
+    for (const item of Object.values(doc.paths as Record<string, Json>)) {
+      for (const o of Object.values(item) as Json[]) {
+        for (const [status, r] of Object.entries(o.responses as Record<string, Json>)) {
+          // The shared statuses by reference, the operation's own answers inline.
+          assert.equal(typeof r.$ref === 'string', shared.includes(status), `${o.operationId} ${status}`)
+          if (typeof r.$ref === 'string') used.add(r.$ref.split('/').pop()!)
+        }
+        const samples = (o['x-codeSamples'] as Json[]).map(x => x.label)
+        assert.deepEqual(samples, o.operationId === 'listOrders' || o.security?.length === 0 ? ['curl', 'fetch'] : ['curl', 'TypeScript client', 'fetch'], o.operationId)
+      }
+    }
+    // Every shared answer is used, and keeps the headers it is sent with.
+    assert.deepEqual([...used].sort(), Object.keys(doc.components.responses).sort())
+    assert.ok(header(doc.components.responses.TooManyRequests, 'Retry-After').required)
+    assert.ok(header(doc.components.responses.Unauthorized_getPet, 'Deprecation').required)
+    assert.ok(header(doc.components.responses.Unauthorized, 'X-Request-Id').required)
+    assert.match(doc.info.description, /Every answer carries/)
   })
 
   it('uses no regular expression outside the subset every JSON Schema tool reads: no lookahead or lookbehind, no backreference', () => {

@@ -36,8 +36,26 @@ describe('per-API-key rate limit', () => {
     const res2 = await ta.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${other.key}` } })
     assert.equal(res2.statusCode, 200)
 
-    const metrics = await ta.metrics.registry.getSingleMetricAsString('petstore_rate_limited_total')
+    const metrics = await ta.metrics.snapshot().getSingleMetricAsString('petstore_rate_limited_total')
     assert.match(metrics, /petstore_rate_limited_total\{scope="key"\} 1/)
+  })
+
+  it('starts a new window when the app\'s clock reaches the end of the current one', async (t) => {
+    let clock = Date.parse('2027-01-01T00:00:00Z')
+    const ta = await buildTestApp(t, { env: { RATE_LIMIT_MAX: '2', RATE_LIMIT_WINDOW_MS: '60000' }, now: () => clock })
+    const get = () => ta.app.inject({ url: '/v1/pets', headers: ta.auth })
+    const seen = async (status: number, ratelimit: string, retryAfter?: string) => {
+      const res = await get()
+      assert.deepEqual([res.statusCode, res.headers.ratelimit, res.headers['retry-after']], [status, ratelimit, retryAfter])
+    }
+    await seen(200, '"key";r=1;t=60')
+    clock += 30_000
+    await seen(200, '"key";r=0;t=30')
+    await seen(429, '"key";r=0;t=30', '30')
+    clock += 29_999
+    await seen(429, '"key";r=0;t=1', '1')
+    clock += 1
+    await seen(200, '"key";r=1;t=60')
   })
 
   it('is shared by every instance through Redis when REDIS_URL is set', async (t) => {
@@ -61,7 +79,7 @@ describe('per-API-key rate limit', () => {
     const res = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
     assert.equal(res.statusCode, 200)
     assert.equal(res.headers.ratelimit, undefined)
-    assert.match(await ta.metrics.registry.getSingleMetricAsString('petstore_store_errors_total'), /petstore_store_errors_total\{store="redis"\} [1-9]/)
+    assert.match(await ta.metrics.snapshot().getSingleMetricAsString('petstore_store_errors_total'), /petstore_store_errors_total\{store="redis"\} [1-9]/)
   })
 
   it('refuses to start when REDIS_URL cannot be reached, naming it', async (t) => {
@@ -99,8 +117,25 @@ describe('per-address limit on requests without a valid key', () => {
     // Other addresses, and valid keys from them, are untouched.
     assert.equal((await ta.app.inject({ url: '/v1/pets', headers: { authorization: BAD_KEY }, remoteAddress: '198.51.100.1' })).statusCode, 401)
     assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth, remoteAddress: '198.51.100.2' })).statusCode, 200)
-    const metrics = await ta.metrics.registry.getSingleMetricAsString('petstore_rate_limited_total')
+    const metrics = await ta.metrics.snapshot().getSingleMetricAsString('petstore_rate_limited_total')
     assert.match(metrics, /petstore_rate_limited_total\{scope="address"\} 4/)
+  })
+
+  it('lifts an address block when the app\'s clock reaches the end of its window', async (t) => {
+    let clock = Date.parse('2027-01-01T00:00:00Z')
+    const ta = await buildTestApp(t, { env: { RATE_LIMIT_ANON_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000' }, now: () => clock })
+    const from = (authorization: string) => ta.app.inject({ url: '/v1/pets', headers: { authorization }, remoteAddress: '203.0.113.9' })
+    assert.equal((await from(BAD_KEY)).statusCode, 401)
+    const blocked = await from(BAD_KEY)
+    assert.deepEqual([blocked.statusCode, blocked.headers['retry-after']], [429, '60'])
+    // A valid key this instance has not seen yet is refused with the address while the block holds.
+    const { key } = await createApiKey(ta.store, 'not seen yet')
+    clock += 59_999
+    const still = await from(`Bearer ${key}`)
+    assert.deepEqual([still.statusCode, still.headers['retry-after']], [429, '1'])
+    clock += 1
+    assert.equal((await from(`Bearer ${key}`)).statusCode, 200)
+    assert.equal((await from(BAD_KEY)).statusCode, 401, 'a new window: the budget is back')
   })
 
   it('does not count requests with a valid key against the address', async (t) => {

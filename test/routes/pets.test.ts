@@ -436,7 +436,9 @@ for (const store of STORES) {
       const pet = await createPet(ta, { name: 'Rex', categoryId: 3 })
       const GONE = `GET /v1/pets/{petId} was removed on ${SUNSET}; use GET /v1/pets with the status filter instead`
 
-      assert.equal((await ta.app.inject({ url: `/v1/pets/${pet.id}`, headers: ta.auth })).statusCode, 200)
+      const before = await ta.app.inject({ url: `/v1/pets/${pet.id}`, headers: ta.auth })
+      assert.equal(before.statusCode, 200)
+      assertDeprecationHeaders(before)
 
       for (const at of [SUNSET_MS, SUNSET_MS + 1, SUNSET_MS + 365 * 86400_000]) {
         clock = at

@@ -7,7 +7,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config/index.js'
 import { createApiKey, hashApiKey } from '../../src/services/api-keys.js'
 import { openStore } from '../../src/store/index.js'
-import type { Store } from '../../src/store/store.js'
+import { readsSynchronously, type Store } from '../../src/store/store.js'
 import { buildTestApp, createPet, tempDir } from '../helpers/app.js'
 import { errorCode } from '../helpers/property.js'
 import { onCleanup } from '../helpers/cleanup.js'
@@ -199,7 +199,7 @@ describe('API8:2023 Security Misconfiguration', () => {
     const fail = (): never => { throw new TypeError('secret detail at /srv/app/src/store.ts:42') }
     store.listPets = async () => fail()
     // A store that reads synchronously (SQLite) answers reads through readsNow.
-    if (store.readsNow !== undefined) store.readsNow.listPets = fail
+    if (readsSynchronously(store)) store.readsNow.listPets = fail
     const res = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
     assert.equal(res.statusCode, 500)
     assert.equal(errorCode(res), 'internal_error')

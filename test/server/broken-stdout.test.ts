@@ -5,11 +5,10 @@ import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
 import { metricsUrlOf, startServer } from '../helpers/process.js'
 
-// The JSON log goes through pino's asynchronous destination; at exit the entry waits for it to be
-// written out (src/logging/logger.ts). When the reader of stdout has gone (a log shipper that exited, or
-// `npm start | head`), writes fail with EPIPE, pino turns the stream's end() into a no-op and the
-// stream never closes: that wait must still end, so SIGTERM exits 0 instead of hanging until the
-// shutdown timeout forces exit 1.
+// The JSON log goes through an asynchronous destination (src/logging/log-destination.ts); at exit the
+// entry waits for it to be written out (src/logging/logger.ts). When the reader of stdout has gone (a
+// log shipper that exited, or `npm start | head`), writes fail with EPIPE: that wait must still end,
+// so SIGTERM exits 0 instead of hanging until the shutdown timeout forces exit 1.
 describe('the server with a stdout whose reader has gone', () => {
   it('still shuts down cleanly on SIGTERM (exit 0), within the shutdown timeout', async (t) => {
     const dir = tempDir(t)

@@ -13,9 +13,9 @@ import { onCleanup } from '../helpers/cleanup.js'
 const DELAY_MS = 8000
 
 describe('rolling restart: SIGTERM drains first (compiled server)', () => {
-  it('answers /readyz 503 but keeps serving /v1 during SHUTDOWN_DELAY_MS, then finishes in-flight requests and exits 0', async (t) => {
+  it('answers /readyz 503 but keeps serving /v1 during SHUTDOWN_DRAIN_MS, then finishes in-flight requests and exits 0', async (t) => {
     const dir = tempDir(t)
-    const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'info', SHUTDOWN_DELAY_MS: String(DELAY_MS), SHUTDOWN_TIMEOUT_MS: '60000' }
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: String(DELAY_MS), SHUTDOWN_TIMEOUT_MS: '60000' }
     const made0 = await runCli(['keys', 'create', '--create', '--name', 'drain'], env)
     assert.equal(made0.code, 0, made0.stderr)
     const key = made0.stdout.trim()
@@ -72,16 +72,16 @@ describe('rolling restart: SIGTERM drains first (compiled server)', () => {
     assert.deepEqual(names, ['during drain', 'in flight'])
   })
 
-  it('does not drain with SHUTDOWN_DELAY_MS=0, nor on SIGINT (a person at a terminal)', async (t) => {
+  it('does not drain with SHUTDOWN_DRAIN_MS=0, nor on SIGINT (a person at a terminal)', async (t) => {
     for (const [signal, delay] of [['SIGTERM', '0'], ['SIGINT', '600000']] as const) {
       const dir = tempDir(t)
-      const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'info', SHUTDOWN_DELAY_MS: delay })
+      const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: delay })
       server.child.kill(signal)
       // With a drain of 600 s this would not end within the test's time.
       const { code } = await server.exited
       assert.equal(code, 0, server.stderr())
       assert.ok(server.stdout().includes('"msg":"shutting down: finishing in-flight requests"'))
-      assert.ok(!server.stdout().includes('"msg":"shutting down: draining'), `${signal} with SHUTDOWN_DELAY_MS=${delay} drained`)
+      assert.ok(!server.stdout().includes('"msg":"shutting down: draining'), `${signal} with SHUTDOWN_DRAIN_MS=${delay} drained`)
     }
   })
 })

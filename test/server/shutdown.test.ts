@@ -46,7 +46,7 @@ describe('graceful shutdown of the compiled server', () => {
         RATE_LIMIT_MAX: '0',
         EVENT_LOOP_MAX_DELAY_MS: '0',
         // Stops accepting at once; the drain before it has its own test (drain.test.ts).
-        SHUTDOWN_DELAY_MS: '0',
+        SHUTDOWN_DRAIN_MS: '0',
         // Timeouts far beyond the test's own: only a deliberate close can end the sockets in time.
         KEEP_ALIVE_TIMEOUT_MS: '600000',
         REQUEST_TIMEOUT_MS: '600000',

@@ -15,7 +15,7 @@ import { childEnv, ROOT, SERVER_PATH, startServer } from '../helpers/process.js'
 const DRAIN_MS = 3000
 
 async function drainingServer (t: TestContext) {
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, SHUTDOWN_DELAY_MS: String(DRAIN_MS) })
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(tempDir(t), 'petstore.db')}`, SHUTDOWN_DRAIN_MS: String(DRAIN_MS) })
   await fetch(`${server.url}/healthz`)
   return server
 }
@@ -48,7 +48,7 @@ describe('stop requests', () => {
   for (const [who, npmEnv, stops] of [['started by npm', { npm_lifecycle_event: 'start' }, true], ['started otherwise (nohup, a daemonizer)', {}, false]] as const) {
     it(`an orphaned server ${stops ? 'drains and exits' : 'serves on'} when ${who}`, async (t) => {
       const dir = tempDir(t)
-      const env = childEnv({ ...npmEnv, DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, HOST: '127.0.0.1', PORT: '0', SHUTDOWN_DELAY_MS: '500', EVENT_LOOP_MAX_DELAY_MS: '0' })
+      const env = childEnv({ ...npmEnv, DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, HOST: '127.0.0.1', PORT: '0', SHUTDOWN_DRAIN_MS: '500', EVENT_LOOP_MAX_DELAY_MS: '0' })
       const log = join(dir, 'server.log')
       const sh = spawn('sh', ['-c', '"$0" "$1" >"$2" 2>&1 & echo $!; wait', process.execPath, SERVER_PATH, log], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
       onCleanup(t, () => { sh.kill('SIGKILL') })

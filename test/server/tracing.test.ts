@@ -66,8 +66,9 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       assert.equal((await fetch(`${server.url}/v1/pets/${id}`, { headers: { ...auth, traceparent: `00-${cachedTrace}-${PARENT_ID}-01` } })).status, 200)
       const missing = await fetch(`${server.url}/v1/pets/999999`, { headers: auth })
       assert.equal(missing.status, 404)
+      assert.equal((await fetch(`${server.url}/v1/store/orders`, { headers: auth })).status, 501)
 
-      await receiver.waitFor(spans => ['POST /v1/pets', 'GET /v1/pets/:petId'].every(n => spans.some(s => s.name === n && s.kind === SERVER)) &&
+      await receiver.waitFor(spans => ['POST /v1/pets', 'GET /v1/pets/:petId', 'GET /v1/store/orders'].every(n => spans.some(s => s.name === n && s.kind === SERVER)) &&
         spans.filter(s => s.name === 'GET /v1/pets/:petId').length >= 3)
       const spans = receiver.spans
 
@@ -92,6 +93,10 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       const cached = spans.find(s => s.traceId === cachedTrace && s.kind === SERVER)
       assert.equal(cached?.name, 'GET /v1/pets/:petId', 'the cached read has its server span')
       assert.equal(cached.attributes['http.response.status_code'], 200)
+      // A read answered from the read cache reads no pet from the store (the key may be looked up again).
+      const readsPets = (s: ReceivedSpan) => dbSystem(s) !== 'redis' && (s.name.includes('pets') || String(s.attributes['db.statement'] ?? s.attributes['db.query.text'] ?? '').includes('pets'))
+      assert.ok(reads.some(readsPets), 'the cold read reads the pet from the store')
+      assert.deepEqual(childrenOf(spans, cached).filter(readsPets).map(s => s.name), [], 'a read answered from the cache has no store span for it')
 
       // The create: server span → idempotency check (its outcome) → the store's insert.
       const createPet = spans.find(s => s.name === 'POST /v1/pets')!
@@ -112,6 +117,14 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       // The 404: error.type is the Error code.
       const notFound = spans.find(s => s.name === 'GET /v1/pets/:petId' && s.attributes['http.response.status_code'] === 404)
       assert.equal(notFound?.attributes['error.type'], 'not_found')
+      assert.equal(notFound.status.code, 0, 'a 4xx is the client\'s error, not the server span\'s')
+      // The 501: an error span, with the exception the route threw.
+      const orders = spans.find(s => s.name === 'GET /v1/store/orders')!
+      assert.equal(orders.attributes['http.response.status_code'], 501)
+      assert.equal(orders.attributes['error.type'], 'not_implemented')
+      assert.equal(orders.status.code, 2)
+      assert.match(orders.status.message ?? '', /not implemented/)
+      assert.ok(orders.events.some(e => e.name === 'exception'), JSON.stringify(orders.events))
 
       // Exported as asked: the encoding, the headers; nothing secret anywhere in what was sent.
       const exports = receiver.requests.filter(r => r.path === '/v1/traces')
@@ -149,7 +162,10 @@ describe('OpenTelemetry tracing of the compiled server', () => {
     assert.deepEqual(receiver.requests, [])
     // The same run with tracing on: the check sees the SDK, and the receiver its spans.
     const on = await modulesAfterRequests({ DATABASE_URL: databaseUrl, KEY: key, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })
-    assert.ok(on.some(p => p.includes('@opentelemetry/sdk-node')), JSON.stringify(on))
+    assert.ok(on.some(p => p.includes('@opentelemetry/sdk-trace-node')), JSON.stringify(on))
+    // Only the exporter of the configured encoding is loaded.
+    assert.ok(on.some(p => p.includes('@opentelemetry/exporter-trace-otlp-http/')), JSON.stringify(on))
+    assert.ok(!on.some(p => p.includes('@opentelemetry/exporter-trace-otlp-proto/')), JSON.stringify(on))
     assert.ok(receiver.requests.length > 0)
   })
 })
@@ -168,7 +184,7 @@ async function modulesAfterRequests (env: Record<string, string>): Promise<strin
     const created = await fetch(base + '/v1/pets', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' }) })
     await fetch(base + '/v1/pets/' + (await created.json()).id, { headers: auth })
     await fetch(base + '/v1/pets', { headers: auth })
-    const loaded = Object.keys(createRequire(import.meta.url).cache).filter(p => p.includes('opentelemetry') || p.includes('fastify/otel'))
+    const loaded = Object.keys(createRequire(import.meta.url).cache).filter(p => p.includes('opentelemetry'))
     process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n')
     process.kill(process.pid, 'SIGINT')
   `
@@ -177,7 +193,7 @@ async function modulesAfterRequests (env: Record<string, string>): Promise<strin
     execFile(process.execPath, ['--input-type=module', '-e', script], {
       cwd: ROOT,
       timeout: 30_000,
-      env: childEnv({ PORT: port, HOST: '127.0.0.1', LOG_LEVEL: 'warn', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DELAY_MS: '0', ...env })
+      env: childEnv({ PORT: port, HOST: '127.0.0.1', LOG_LEVEL: 'warn', EVENT_LOOP_MAX_DELAY_MS: '0', SHUTDOWN_DRAIN_MS: '0', ...env })
     }, (_err, _stdout, stderr) => resolve({ stderr }))
   })
   const m = /^LOADED (.*)$/m.exec(stderr)

@@ -8,7 +8,7 @@ import { Metrics } from '../../src/observability/metrics.js'
 import type { Pet } from '../../src/schemas/pets.js'
 import { ENTRY_OVERHEAD, PetReads, type Representation } from '../../src/services/pet-reads.js'
 import { openStore } from '../../src/store/index.js'
-import type { Store } from '../../src/store/store.js'
+import { readsSynchronously, type Store } from '../../src/store/store.js'
 import { STORES, testDatabaseUrl, type StoreKind } from '../helpers/app.js'
 
 async function open (t: TestContext, kind: StoreKind): Promise<Store> {
@@ -25,7 +25,7 @@ const ids = (rep: Representation | undefined) => (JSON.parse(String(rep?.body)) 
 /** The read cache series of a registry, e.g. { 'hits_total:pet': 1, bytes: 600 } (those that are not 0). */
 async function counts (metrics: Metrics): Promise<Record<string, number>> {
   const out: Record<string, number> = {}
-  for (const m of await metrics.registry.getMetricsAsJSON()) {
+  for (const m of await metrics.snapshot().getMetricsAsJSON()) {
     if (!m.name.startsWith('petstore_read_cache_')) continue
     for (const v of m.values) {
       if (v.value !== 0) out[`${m.name.slice('petstore_read_cache_'.length)}${v.labels.kind === undefined ? '' : `:${String(v.labels.kind)}`}`] = v.value
@@ -59,7 +59,7 @@ for (const kind of STORES) {
         const reads = new PetReads(store, 1 << 20, metrics)
         for (let i = 0; i < 3; i++) await store.createPet({ name: `p${i}`, categoryId: BigInt(i), status: 'sold' })
         const synchronous = kind === 'sqlite'
-        assert.equal(store.readsNow !== undefined, synchronous)
+        assert.equal(readsSynchronously(store), synchronous)
         const q = { afterId: null, limit: 2, status: undefined }
         const missing = reads.pet(9n, render)
         const pet = reads.pet(1n, render)
@@ -145,10 +145,10 @@ describe('PetReads memory bound', () => {
       for (let i = 0; i < n; i += 1000) {
         await Promise.all(Array.from({ length: 1000 }, (_, j) => store.createPet({ name: (i + j) % 10 === 0 ? `Zoë 🐕 ${i + j}` : `pet-${i + j}`, categoryId: BigInt(i + j), status: 'available' })))
       }
-      // Representations shaped as the routes make them: a JSON body, its SHA-1 ETag and (a page) a Link.
+      // Representations shaped as the routes make them: a JSON body, its SHA-1 ETag, (a page) a Link, and room for compressed forms.
       const real = (pets: Pet | Pet[], last?: Pet): Representation => {
         const r = render(pets, last)
-        return { ...r, etag: etagOf(r.body), link: last === undefined ? undefined : `</v1/pets?limit=20&cursor=${'c'.repeat(43)}>; rel="next"` }
+        return { ...r, etag: etagOf(r.body), link: last === undefined ? undefined : `</v1/pets?limit=20&cursor=${'c'.repeat(43)}>; rel="next"`, gzip: undefined, br: undefined, key: undefined }
       }
       setFlagsFromString('--expose-gc')
       const gc = runInNewContext('gc') as () => void

@@ -9,6 +9,7 @@ import { migrateStore, openStore } from '../../src/store/index.js'
 import { PgDatabase } from '../../src/store/postgres/connection.js'
 import { PET_INSERT_LOCK_KEY } from '../../src/store/postgres/index.js'
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js'
+import { namesStatements } from '../../src/store/store.js'
 import { PG_ROUTES, createTestDatabase, testClusterUrl } from '../helpers/app.js'
 import { startPgBouncer, type PgBouncer } from '../../scripts/pgbouncer.mjs'
 import { onCleanup } from '../helpers/cleanup.js'
@@ -293,8 +294,10 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     const stores = await Promise.all([1, 2].map(async () => await openStore(loadConfig({ DATABASE_URL: url, PG_PREPARED_STATEMENTS: 'auto' }))))
     onCleanup(t, async () => await Promise.all(stores.map(async s => await s.close())))
     const told: unknown[] = []
-    for (const s of stores) s.onNamingStopped!((e) => told.push(e))
-    assert.deepEqual(stores.map(s => s.namedStatements!()), [true, true])
+    const naming = stores.filter(namesStatements)
+    assert.equal(naming.length, 2)
+    for (const s of naming) s.onNamingStopped((e) => told.push(e))
+    assert.deepEqual(naming.map(s => s.namedStatements()), [true, true])
     const ids: bigint[] = []
     for (let round = 0; round < 4; round++) {
       for (const s of stores) ids.push((await s.createPet({ name: `p${round}`, categoryId: 1n, status: 'available' })).id)
@@ -302,8 +305,8 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     assert.deepEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : 1)))
     assert.equal((await stores[0]!.listPets({ afterId: null, limit: 100, status: undefined })).length, 8)
     // Only creates ran: the second store's named insert met the first's on the one server connection.
-    assert.ok(stores.some(s => !s.namedStatements!()), 'no store stopped naming its insert')
-    assert.equal(told.length, stores.filter(s => !s.namedStatements!()).length)
+    assert.ok(naming.some(s => !s.namedStatements()), 'no store stopped naming its insert')
+    assert.equal(told.length, naming.filter(s => !s.namedStatements()).length)
     assert.match(JSON.stringify(told[0]), /"code":"(42P05|26000)","serverMessage":"prepared statement \\"insert_pets_[0-9a-f]{12}\\" (already exists|does not exist)"/)
   })
 

@@ -42,6 +42,21 @@ function checkTimeout (timeoutMs: number | undefined, where: string): void {
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new RangeError(`${where}: must be a number of ms > 0`)
 }
 
+/**
+ * A client of one Petstore service for one API key; made by {@link createClient}. Every operation
+ * sends `Authorization: Bearer <apiKey>`, parses int64 fields exactly (as `bigint`), retries a 429 or
+ * 503 when the request is safe to repeat (see `ClientOptions.retry`), and reports a `Deprecation`
+ * header once per operation through `onDeprecation`.
+ *
+ * Every operation rejects with:
+ * - {@link PetstoreError} when the service answers an error (its `code`, `status` and `requestId`),
+ *   or an answer that is not the API's (`code` `unexpected_response`); the subclasses
+ *   {@link PetstoreInsufficientScopeError} (403) and {@link PetstoreKeyExpiredError} (401) for the two
+ *   refusals a caller handles apart;
+ * - {@link PetstoreConnectionError} when the service cannot be reached or the connection breaks;
+ * - {@link PetstoreTimeoutError} when the call's `timeoutMs` passes;
+ * - the signal's reason when the call's `signal` aborts it.
+ */
 export class PetstoreClient {
   private readonly baseUrl: string
   private readonly apiKey: string
@@ -51,6 +66,12 @@ export class PetstoreClient {
   private readonly retry: RetryPolicy
   private readonly warned = new Set<string>()
 
+  /**
+   * Prefer {@link createClient}, which does the same.
+   * @param options Where the service is, the API key, and the client's defaults.
+   * @throws {TypeError} When `baseUrl` is not an http(s) URL ending in `/v1`, or `apiKey` is missing or blank.
+   * @throws {RangeError} When `timeoutMs` is not a number > 0, or `retry` holds a value out of range.
+   */
   constructor (options: ClientOptions) {
     checkTimeout(options.timeoutMs, 'timeoutMs')
     // Refused here, before any request: from JavaScript (or an unset environment variable) a missing
@@ -66,7 +87,15 @@ export class PetstoreClient {
     this.retry = retryPolicy(options.retry)
   }
 
-  /** listPets: one page of animals in ascending id order. */
+  /**
+   * listPets: one page of animals in ascending id order. Follow `nextCursor` (with the same `status`)
+   * or use {@link PetstoreClient.pets} to walk every page.
+   * @param params `limit` (1 to 100, the server's default 20), `status` filter, `cursor` of a previous page.
+   * @param options Per-call `signal` and `timeoutMs`.
+   * @returns The page's animals, and the next page's URL and cursor unless it is the last page.
+   * @throws {PetstoreError} `invalid_parameter` (400) for a limit out of range or a cursor that is not
+   *   this filter's; the errors every operation may reject with (see {@link PetstoreClient}).
+   */
   async listPets (params: ListPetsParams = {}, options: CallOptions = {}): Promise<PetsPage> {
     const query = new URLSearchParams()
     if (params.limit !== undefined) query.set('limit', String(params.limit))
@@ -78,7 +107,16 @@ export class PetstoreClient {
 
   /**
    * createPet: stores the animal; resolves to it with its assigned id. With `idempotencyKey`, a
-   * repeat of the same call answers the animal created the first time (and may be retried on 429/503).
+   * repeat of the same call answers the animal created the first time (and may be retried on 429/503);
+   * without one the request is never sent twice.
+   * @param pet `name` (1 to 255 characters, not blank), `categoryId` (a bigint, or a safe-integer
+   *   number), optional `status` (`available` by default).
+   * @param options Per-call `signal`, `timeoutMs` and `idempotencyKey`.
+   * @returns The stored animal, as the service answered it.
+   * @throws {RangeError} Before sending: `categoryId` a number beyond 2^53, or a malformed `idempotencyKey`.
+   * @throws {PetstoreError} `validation_failed` (400) for a body the service refuses; `outcome_unknown`
+   *   (503) when the service cannot tell whether the pet was stored (repeat the call with the same
+   *   `idempotencyKey`); the errors every operation may reject with (see {@link PetstoreClient}).
    */
   async createPet (pet: NewPet, options: CreatePetOptions = {}): Promise<Pet> {
     if (typeof pet.categoryId === 'number' && !Number.isSafeInteger(pet.categoryId)) {
@@ -100,6 +138,11 @@ export class PetstoreClient {
 
   /**
    * getPet: one animal by id.
+   * @param id The animal's id (a bigint keeps ids beyond 2^53 exact).
+   * @param options Per-call `signal` and `timeoutMs`.
+   * @returns The animal.
+   * @throws {PetstoreError} `not_found` (404) when no animal has this id; `gone` (410) from the
+   *   operation's sunset on; the errors every operation may reject with (see {@link PetstoreClient}).
    * @deprecated The service removes it at its sunset (5 December 2030); use `listPets` / `pets()` with a status filter.
    */
   async getPet (id: bigint | number | string, options: CallOptions = {}): Promise<Pet> {
@@ -111,6 +154,10 @@ export class PetstoreClient {
    * Every animal (optionally with one status), page after page, following Link rel="next" until the
    * last page. A walk sees each animal exactly once, even while animals are being added. `signal`
    * aborts the walk; `timeoutMs` applies to each page.
+   * @param params `status` filter, `pageSize` (1 to 100, the server's default 20), `signal`, `timeoutMs`.
+   * @throws The errors of {@link PetstoreClient.listPets}, from the page that failed.
+   * @example
+   * for await (const pet of client.pets({ status: 'available' })) console.log(pet.id, pet.name)
    */
   async * pets (params: { status?: PetStatus | undefined, pageSize?: number | undefined } & CallOptions = {}): AsyncGenerator<Pet, void, undefined> {
     const options: CallOptions = { signal: params.signal, timeoutMs: params.timeoutMs }
@@ -241,6 +288,21 @@ function checkBaseUrl (baseUrl: unknown): string {
  * `https://api.example.org/v1`; a trailing slash is fine). Any other form (no `/v1`, another scheme,
  * a query or fragment) throws a TypeError at once, naming the expected form, before any request.
  * `apiKey` is required too (a TypeError when missing or blank).
+ * @param options Where the service is, the API key, and the client's defaults (timeout, retries,
+ *   deprecation notices, the fetch to use).
+ * @returns A {@link PetstoreClient}; it holds no connection of its own, so it needs no closing.
+ * @throws {TypeError} When `baseUrl` or `apiKey` is not of the form above.
+ * @throws {RangeError} When `timeoutMs` is not a number > 0, or `retry` holds a value out of range.
+ * @example
+ * import { createClient, PetstoreError } from '@petstore/client'
+ *
+ * const client = createClient({ baseUrl: 'http://127.0.0.1:8080/v1', apiKey: process.env.PETSTORE_API_KEY!, timeoutMs: 10_000 })
+ * const pet = await client.createPet({ name: 'Rex', categoryId: 1n }, { idempotencyKey: crypto.randomUUID() })
+ * try {
+ *   await client.listPets({ limit: 500 })
+ * } catch (err) {
+ *   if (err instanceof PetstoreError) console.error(err.status, err.code, err.requestId)
+ * }
  */
 export function createClient (options: ClientOptions): PetstoreClient {
   return new PetstoreClient(options)

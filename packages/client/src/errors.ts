@@ -20,15 +20,23 @@ export type ErrorCode = KnownErrorCode | (string & {})
 
 const KNOWN: ReadonlySet<string> = new Set<string>([...ERROR_CODES, 'unexpected_response'])
 
-/** Whether `code` is one this client knows (narrows it to KnownErrorCode). */
+/**
+ * Whether `code` is one this client knows (narrows it to KnownErrorCode).
+ * @param code A `PetstoreError`'s `code`.
+ * @example
+ * if (err instanceof PetstoreError && !isKnownErrorCode(err.code)) handleByStatus(err.status)
+ */
 export function isKnownErrorCode (code: string): code is KnownErrorCode {
   return KNOWN.has(code)
 }
 
 /** The Error object every failed call answers. */
 export interface ErrorBody {
+  /** What went wrong, for programs: one of the catalogue's codes (docs/reference/errors.md). */
   code: ErrorCode
+  /** What went wrong, for people; its wording may change between versions. */
   message: string
+  /** The HTTP status of the answer. */
   status: number
   /** With `validation_failed`: each broken rule of the body sent, by field. */
   details?: Array<{ field: string, message: string }>
@@ -37,13 +45,23 @@ export interface ErrorBody {
 /** A failed call: the service's Error object, its HTTP status and the request id to quote in a report. */
 export class PetstoreError extends Error {
   override readonly name: string = 'PetstoreError'
+  /** The Error object's `code`: branch on it (a code this client does not know: on `status`). */
   readonly code: ErrorCode
+  /** The Error object's `status`, the HTTP status of the answer. */
   readonly status: number
+  /** The Error object as the service sent it. */
   readonly body: ErrorBody
+  /** The answer's `X-Request-Id`: the service logs the request under it. */
   readonly requestId: string | undefined
   /** From `Retry-After` (429, 503): how long the service asked to wait, in ms. */
   readonly retryAfterMs: number | undefined
 
+  /**
+   * Made by the client from a failed answer; a program only catches it.
+   * @param body The Error object of the answer.
+   * @param requestId The answer's `X-Request-Id`, when it had one.
+   * @param retryAfterMs The answer's `Retry-After`, in ms.
+   */
   constructor (body: ErrorBody, requestId?: string, retryAfterMs?: number) {
     super(`${body.status} ${body.code}: ${body.message}`)
     this.code = body.code
@@ -61,9 +79,17 @@ export class PetstoreError extends Error {
  */
 export class PetstoreInsufficientScopeError extends PetstoreError {
   override readonly name = 'PetstoreInsufficientScopeError'
+  /** Always `insufficient_scope`. */
   override readonly code = 'insufficient_scope'
+  /** The scope the operation needs (e.g. `pets:write`), from the bearer challenge; undefined when not named. */
   readonly scope: string | undefined
 
+  /**
+   * Made by the client from a 403 answer.
+   * @param body The Error object of the answer.
+   * @param requestId The answer's `X-Request-Id`.
+   * @param scope The `scope` of its `WWW-Authenticate` challenge.
+   */
   constructor (body: ErrorBody, requestId: string | undefined, scope: string | undefined) {
     super(body, requestId)
     this.scope = scope
@@ -73,6 +99,7 @@ export class PetstoreInsufficientScopeError extends PetstoreError {
 /** 401 `key_expired`: the key's expiry has passed; use its successor. Never retried. */
 export class PetstoreKeyExpiredError extends PetstoreError {
   override readonly name = 'PetstoreKeyExpiredError'
+  /** Always `key_expired`. */
   override readonly code = 'key_expired'
 }
 
@@ -83,10 +110,16 @@ export class PetstoreKeyExpiredError extends PetstoreError {
  */
 export class PetstoreConnectionError extends Error {
   override readonly name = 'PetstoreConnectionError'
+  /** Always `connection_failed`, so `err.code` can be branched on alongside the service's codes. */
   readonly code = 'connection_failed'
   /** The URL that was being called. */
   readonly url: string
 
+  /**
+   * Made by the client when fetch fails.
+   * @param url The URL that was being called.
+   * @param cause What fetch threw.
+   */
   constructor (url: string, cause: unknown) {
     super(`could not reach ${new URL(url).origin}: ${describeCause(cause)}`, { cause })
     this.url = url
@@ -96,10 +129,18 @@ export class PetstoreConnectionError extends Error {
 /** The call's deadline (`timeoutMs`) passed before it settled; retries and their waits count. */
 export class PetstoreTimeoutError extends Error {
   override readonly name = 'PetstoreTimeoutError'
+  /** Always `timeout`. */
   readonly code = 'timeout'
+  /** The URL that was being called when the deadline passed. */
   readonly url: string
+  /** The deadline that passed, in ms. */
   readonly timeoutMs: number
 
+  /**
+   * Made by the client when the call's deadline passes.
+   * @param url The URL that was being called.
+   * @param timeoutMs The deadline, in ms.
+   */
   constructor (url: string, timeoutMs: number) {
     super(`no answer from ${new URL(url).origin} within ${timeoutMs} ms`)
     this.url = url

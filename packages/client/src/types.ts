@@ -1,27 +1,33 @@
 /** Availability status of an animal. */
 export type PetStatus = 'available' | 'pending' | 'sold'
+/** Every {@link PetStatus}, in the document's order (e.g. to validate input or fill a menu). */
 export const PET_STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold']
 
 /** An animal as the service returns it. */
 export interface Pet {
   /** Assigned by the service; int64, exact. */
   id: bigint
+  /** As it was sent: 1 to 255 characters. */
   name: string
   /** int64, exact. */
   categoryId: bigint
+  /** Its availability. */
   status: PetStatus
 }
 
 /** The body of createPet. `status` defaults to `available` on the server. */
 export interface NewPet {
+  /** 1 to 255 characters (Unicode code points), not blank. */
   name: string
   /** A bigint, or a number that is a safe integer (|n| ≤ 2^53 − 1). */
   categoryId: bigint | number
+  /** Its availability; the service stores `available` when it is left out. */
   status?: PetStatus | undefined
 }
 
 /** Said when a response carries `Deprecation` (RFC 9745): the operation will go away. */
 export interface DeprecationNotice {
+  /** The operation the answer was to, e.g. `getPet`. */
   operationId: string
   /** The Deprecation header as sent, e.g. `@1767225600`. */
   deprecation: string
@@ -31,15 +37,19 @@ export interface DeprecationNotice {
   successor: string | undefined
 }
 
+/** The query of listPets. */
 export interface ListPetsParams {
   /** 1 to 100; the server's default is 20. */
   limit?: number | undefined
+  /** Only animals with this status. */
   status?: PetStatus | undefined
   /** From a previous page's `nextCursor`; only valid with the same `status`. */
   cursor?: string | undefined
 }
 
+/** One page of listPets. */
 export interface PetsPage {
+  /** The page's animals, in ascending id order. */
   pets: Pet[]
   /** Absolute URL of the next page (Link rel="next"), absent on the last page. */
   next: string | undefined
@@ -58,6 +68,7 @@ export interface RetryOptions {
   maxDelayMs?: number | undefined
 }
 
+/** The options of `createClient`: `baseUrl` and `apiKey` are required. */
 export interface ClientOptions {
   /** The base address: an http(s) URL ending in /v1, e.g. http://127.0.0.1:8080/v1 (any other form throws at createClient). */
   baseUrl: string
@@ -87,6 +98,7 @@ export interface CallOptions {
   timeoutMs?: number | undefined
 }
 
+/** Per-call options of createPet. */
 export interface CreatePetOptions extends CallOptions {
   /**
    * Sent as `Idempotency-Key` (1 to 255 visible ASCII characters, e.g. a UUID): a repeat with the same

@@ -1,11 +1,11 @@
 import { createReadStream, existsSync, mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type { Command } from 'commander'
+import type { Clock } from '../../runtime/clock.js'
 import { readLines } from '../../services/transfer/lines.js'
 import { AtomicFile } from '../../services/transfer/files.js'
 import { parseExport } from '../../services/transfer/parse.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
-import { backupSqlite } from '../../store/sqlite/backup.js'
 import { openTransferReader } from '../../store/transfer.js'
 import { loadCliConfig } from '../config.js'
 import { sayStore } from '../store.js'
@@ -19,7 +19,7 @@ async function verifyExportFile (path: string): Promise<string> {
   return file.petsSha256()
 }
 
-export function registerBackupCommand (program: Command): void {
+export function registerBackupCommand (program: Command, clock: Clock): void {
   program.command('backup')
     .summary('A verified copy of the live store at PATH')
     .description('A consistent, verified copy of the live DATABASE_URL store at PATH while servers keep serving. ' +
@@ -40,6 +40,7 @@ export function registerBackupCommand (program: Command): void {
       // A backup folder that does not exist yet (backups/ on a first run) is made, as mkdir -p would.
       mkdirSync(dirname(dest), { recursive: true })
       if (db.kind === 'sqlite') {
+        const { backupSqlite } = await import('../../store/sqlite/backup.js')
         const r = await backupSqlite(db.path, dest, terminalProgress('backup'))
         report(opts.json === true, { command: 'backup', source: 'sqlite', path: dest, format: 'sqlite', bytes: r.bytes, pages: r.pages, integrity: r.integrity, counts: { pets: r.pets, apiKeys: r.apiKeys }, seconds: secondsSince(started) },
           `backed up ${r.pets} pets and ${r.apiKeys} API keys to ${dest} (${r.bytes} bytes, integrity_check ok)`)
@@ -49,7 +50,7 @@ export function registerBackupCommand (program: Command): void {
       const reader = await openTransferReader(db, config)
       try {
         await file.ready()
-        const now = new Date()
+        const now = new Date(clock())
         const summary = await exportStore(reader, new LineSink(file.stream), { liveSince: now.getTime() - config.idempotencyTtlMs, now, progress: terminalProgress('backup') })
         await file.finish()
         const checked = await verifyExportFile(file.tmp)

@@ -1,4 +1,5 @@
 import type { Command } from 'commander'
+import type { Clock } from '../../runtime/clock.js'
 import { ConfigError, type DatabaseLocation, parseDatabaseUrl } from '../../config/index.js'
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
@@ -28,7 +29,7 @@ function table (source: StoreSummary, target: StoreSummary): string {
   return rows.map(r => r.join('\t')).join('\n') + '\n'
 }
 
-export function registerCopyCommand (program: Command): void {
+export function registerCopyCommand (program: Command, clock: Clock): void {
   program.command('copy')
     .summary('Copy the store into another, empty one; verify')
     .description('Copy the whole DATABASE_URL store into another, empty store (e.g. SQLite into PostgreSQL) in one transaction, ' +
@@ -50,7 +51,7 @@ export function registerCopyCommand (program: Command): void {
       if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
       if (target.kind === 'sqlite' && target.path === ':memory:') throw new Error('--to sqlite::memory: would vanish when the copy ends')
       const started = performance.now()
-      const liveSince = Date.now() - config.idempotencyTtlMs
+      const liveSince = clock() - config.idempotencyTtlMs
       const reader = await openTransferReader(config.database, config)
       let copied: StoreSummary
       try {

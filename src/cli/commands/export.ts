@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import type { Command } from 'commander'
+import type { Clock } from '../../runtime/clock.js'
 import { AtomicFile } from '../../services/transfer/files.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
 import { openTransferReader } from '../../store/transfer.js'
@@ -8,7 +9,7 @@ import { sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
 
-export function registerExportCommand (program: Command): void {
+export function registerExportCommand (program: Command, clock: Clock): void {
   program.command('export')
     .summary('Write the whole store as NDJSON')
     .description('Write the whole DATABASE_URL store as NDJSON (format version 2): a header with counts, settings, API keys ' +
@@ -25,7 +26,7 @@ export function registerExportCommand (program: Command): void {
       const reader = await openTransferReader(config.database, config)
       try {
         await file?.ready()
-        const now = new Date()
+        const now = new Date(clock())
         const summary = await exportStore(reader, new LineSink(file?.stream ?? process.stdout), {
           liveSince: now.getTime() - config.idempotencyTtlMs, now, progress: terminalProgress('export')
         })

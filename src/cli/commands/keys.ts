@@ -1,4 +1,5 @@
 import type { Command } from 'commander'
+import type { Clock } from '../../runtime/clock.js'
 import { InvalidArgumentError } from 'commander'
 import { ALL_SCOPES, isScope, type Scope } from '../../schemas/scopes.js'
 import type { ApiKeyRecord } from '../../store/store.js'
@@ -66,7 +67,7 @@ const TERMINAL_COLUMNS = [
   { header: 'scopes', value: (r: Listed) => r.record.scopes.length === ALL_SCOPES.length ? 'all' : r.record.scopes.join(',') }
 ]
 
-export function registerKeysCommands (program: Command): void {
+export function registerKeysCommands (program: Command, clock: Clock): void {
   const keys = program.command('keys').summary('Create, list and revoke API keys').description('Create, list and revoke API keys.')
 
   withCreateOption(keys.command('create'))
@@ -77,7 +78,7 @@ export function registerKeysCommands (program: Command): void {
     .option('--scope <scope>', `what the key may do: ${ALL_SCOPES.join(', ')}; repeat, or separate with commas, for several (default: all)`, parseScopes)
     .option('--expires <when>', 'when the key stops working: an ISO 8601 time (2027-01-31, 2027-01-31T12:00:00Z) or a duration from now (30s, 15m, 12h, 90d)', parseWhen)
     .action(async (opts: StoreOptions & { name: string, scope?: Scope[], expires?: When }, cmd: Command) => {
-      const now = Date.now()
+      const now = clock()
       const expiresAt = opts.expires === undefined ? null : resolveWhen(opts.expires, now)
       if (expiresAt !== null && expiresAt.getTime() <= now) {
         cmd.error(`error: option '--expires <when>' argument names ${expiresAt.toISOString()}, which is not in the future`, { exitCode: EXIT.usage, code: 'petstore.usage' })
@@ -102,7 +103,7 @@ export function registerKeysCommands (program: Command): void {
     .action(async (opts: StoreOptions & { json?: boolean, wide?: boolean, active?: boolean, expired?: boolean }, cmd: Command) => {
       if (opts.active === true && opts.expired === true) cmd.error('error: --active and --expired exclude each other', { exitCode: EXIT.usage, code: 'petstore.usage' })
       const { records, color } = await withStore(opts, async (store, config) => ({ records: await store.listApiKeys(), color: config.color }))
-      const now = Date.now()
+      const now = clock()
       const listed = records
         .map(record => ({ record, state: keyState(record, now) }))
         .filter(r => opts.active === true
@@ -127,7 +128,7 @@ export function registerKeysCommands (program: Command): void {
     .argument('<id>', 'the key id from petstore keys list', parseId)
     .option('--after <duration>', 'revoke this long from now: 30s, 15m, 12h, 90d', parseDuration)
     .action(async (id: number, opts: StoreOptions & { after?: number }) => {
-      const now = Date.now()
+      const now = clock()
       const at = new Date(now + (opts.after ?? 0))
       await withStore(opts, async (store) => {
         // Read first so an already-revoked key is told apart (exit 3) and keeps its first revocation time.

@@ -1,31 +1,8 @@
 import { createWriteStream, type WriteStream } from 'node:fs'
-import { open, rename, rm } from 'node:fs/promises'
-import { basename, dirname, join } from 'node:path'
+import { rm } from 'node:fs/promises'
+import { partialPath, publish } from '../../store/files.js'
 
-/** fsync of a file or directory, so a rename is durable and the renamed file complete after a crash. */
-export async function fsyncPath (path: string): Promise<void> {
-  const fh = await open(path, 'r')
-  try {
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
-}
-
-/** The temporary name a file is written under, beside its final name (same file system, so rename is atomic). */
-export const partialPath = (path: string) => join(dirname(path), `.${basename(path)}.partial-${process.pid}`)
-
-/** Renames a finished temporary file into place, durably: the file's data, then the directory entry. */
-export async function publish (tmp: string, path: string): Promise<void> {
-  await fsyncPath(tmp)
-  await rename(tmp, path)
-  await fsyncPath(dirname(path))
-}
-
-/**
- * A file that appears at `path` only once complete: written under a temporary name (mode 0600: it
- * holds key hashes and the cursor key), then fsynced and renamed. abort() removes the temporary file.
- */
+/** A file that appears at `path` only once complete; mode 0600: it holds key hashes and the cursor key. */
 export class AtomicFile {
   readonly stream: WriteStream
   readonly tmp: string
@@ -43,7 +20,6 @@ export class AtomicFile {
 
   async ready (): Promise<void> { await this.opened }
 
-  /** Ends the stream (all data handed to the file system); commit() still publishes it. */
   async finish (): Promise<void> {
     if (this.finished) return
     this.finished = true

@@ -1,32 +1,17 @@
 import { createHash, type Hash } from 'node:crypto'
-import type { PetStatus } from '../../schemas/pets.js'
-import type { Scope } from '../../schemas/scopes.js'
+import type { Counts, DataRecord } from '../../store/transfer/records.js'
 
-/*
- * The export format (NDJSON, one JSON object per line, each ending in "\n"), version 2:
- *
- *   {"format":"petstore-export","version":2,"source":"sqlite","exportedAt":"…","counts":{…}}   header
- *   {"type":"setting","name":"cursor_hmac_key","value":"…"}                                    settings
- *   {"type":"apiKey","id":1,"name":"…","hash":"…","scopes":["pets:read"],"createdAt":"…","expiresAt":null,"lastUsedAt":null,"revokedAt":null}
- *   {"type":"pet","id":9223372036854775807,"name":"…","categoryId":-1,"status":"sold"}       ascending id
- *   {"type":"idempotencyKey","apiKeyId":1,"key":"…","fingerprint":"…","petId":1,"createdAt":"…"}
- *   {"type":"end","petsSha256":"…"}                                                            last line
- *
- * Sections come in that order (idempotency records refer to keys and pets). Every line is written
- * by the functions below with a fixed key order, so the same store contents always give the same
- * bytes, whichever store kind they were read from. int64 values are plain JSON digits, exact.
- *
- * Version 1 is version 2 without an apiKey's `scopes` and `expiresAt`; import reads it, giving its
- * keys every scope and no expiry (what such keys could do). A `revokedAt` in the future is a
- * scheduled revocation: the key works until then.
- */
+export type {
+  ApiKeyRecordLine, Counts, DataRecord, IdempotencyRecord, PetRecord, SettingRecord
+} from '../../store/transfer/records.js'
+export { recordRefused, TransferLineError } from '../../store/transfer/records.js'
+
+// The export format: docs/reference/export-format.md. Every line is written here with a fixed key
+// order, so the same store contents give the same bytes, whichever store kind they were read from.
 export const FORMAT = 'petstore-export'
-/** The version export writes. */
 export const FORMAT_VERSION = 2
-/** The versions import reads. */
 export const READABLE_VERSIONS: readonly number[] = [1, 2]
 
-export interface Counts { settings: number, apiKeys: number, pets: number, idempotencyKeys: number }
 export const COUNT_NAMES = ['settings', 'apiKeys', 'pets', 'idempotencyKeys'] as const
 
 export interface Header {
@@ -37,32 +22,7 @@ export interface Header {
   counts: Counts
 }
 
-export interface SettingRecord { type: 'setting', name: string, value: string }
-/** An API key as the store holds it: the SHA-256 hash, never the secret (the store never has it). */
-export interface ApiKeyRecordLine {
-  type: 'apiKey'
-  id: number
-  name: string
-  hash: string
-  scopes: Scope[]
-  /** Milliseconds since the epoch. */
-  createdAt: number
-  expiresAt: number | null
-  lastUsedAt: number | null
-  revokedAt: number | null
-}
-export interface PetRecord { type: 'pet', id: bigint, name: string, categoryId: bigint, status: PetStatus }
-export interface IdempotencyRecord {
-  type: 'idempotencyKey'
-  apiKeyId: number
-  key: string
-  fingerprint: string
-  petId: bigint
-  createdAt: number
-}
 export interface EndRecord { type: 'end', petsSha256: string }
-
-export type DataRecord = SettingRecord | ApiKeyRecordLine | PetRecord | IdempotencyRecord
 
 const str = (s: string) => JSON.stringify(s)
 const time = (ms: number | null) => ms === null ? 'null' : `"${new Date(ms).toISOString()}"`
@@ -91,38 +51,10 @@ export function endLine (e: EndRecord): string {
   return `{"type":"end","petsSha256":${str(e.petsSha256)}}`
 }
 
-/**
- * SHA-256 over every pet's line (as petLine writes it, plus "\n") in ascending id order: the
- * checksum the end line carries, that import checks, and that copy computes on both stores.
- */
+// The end line's checksum: SHA-256 over each pet's line (petLine, plus "\n") in ascending id order.
 export class PetDigest {
   private readonly hash: Hash = createHash('sha256')
   add (p: { id: bigint, name: string, categoryId: bigint, status: string }): void { this.hash.update(petLine(p) + '\n') }
   addLine (line: string): void { this.hash.update(line + '\n') }
   hex (): string { return this.hash.digest('hex') }
-}
-
-/** A failure tied to a line of an import file; the CLI prints it as `line N: problem`. */
-export class TransferLineError extends Error {
-  constructor (readonly line: number, problem: string) {
-    super(`line ${line}: ${problem}`)
-    this.name = 'TransferLineError'
-  }
-}
-
-/**
- * The error for a record the target store refused: `unique` when it collides with what is there,
- * `reference` when an Idempotency-Key names a key or pet that is neither in the file nor the store.
- */
-export function recordRefused (r: DataRecord, origin: number | undefined, kind: 'unique' | 'reference'): Error {
-  const what = r.type === 'pet'
-    ? `pet id ${r.id} is already in the target store`
-    : r.type === 'apiKey'
-      ? `API key id ${r.id} (or a key with the same hash) is already in the target store`
-      : r.type === 'idempotencyKey'
-        ? kind === 'unique'
-          ? `Idempotency-Key ${JSON.stringify(r.key)} of API key ${r.apiKeyId} is already in the target store`
-          : `Idempotency-Key ${JSON.stringify(r.key)} refers to API key ${r.apiKeyId} or pet ${r.petId}, which is neither in the file nor in the target store`
-        : `setting ${JSON.stringify(r.name)} could not be written`
-  return origin === undefined ? new Error(what) : new TransferLineError(origin, what)
 }

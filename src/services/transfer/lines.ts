@@ -6,9 +6,8 @@ export const MAX_LINE_BYTES = 1 << 20
 export interface Line { no: number, text: string }
 
 /**
- * Splits a byte stream into "\n"-terminated lines, numbered from 1, decoded as strict UTF-8.
- * Hand-written rather than node:readline because the import must know that the last line ended
- * with "\n" (otherwise the file was cut short) and must refuse invalid UTF-8 rather than replace it.
+ * "\n"-terminated lines numbered from 1, in strict UTF-8. Not node:readline: import must know that the
+ * last line ended with "\n" (else the file was cut short) and must refuse invalid UTF-8, not replace it.
  */
 export async function * readLines (input: AsyncIterable<Buffer | string>): AsyncGenerator<Line> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })

@@ -1,18 +1,13 @@
 import { once } from 'node:events'
 import type { Writable } from 'node:stream'
-import type { TransferReader, TransferWriter } from '../../store/transfer.js'
+import type { Progress, TransferReader, TransferWriter } from '../../store/transfer/contract.js'
 import {
   COUNT_NAMES, type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
 } from './format.js'
 import type { Line } from './lines.js'
 import { parseExport } from './parse.js'
 
-/** Told how many records there are, then how many are done; the CLI draws it on a TTY. */
-export interface Progress {
-  start (total: number, unit: string): void
-  update (done: number): void
-  stop (): void
-}
+export type { Progress } from '../../store/transfer/contract.js'
 export const NO_PROGRESS: Progress = { start () {}, update () {}, stop () {} }
 const PROGRESS_EVERY = 1000
 
@@ -22,7 +17,6 @@ const total = (c: Counts) => c.settings + c.apiKeys + c.pets + c.idempotencyKeys
 const emptyCounts = (): Counts => ({ settings: 0, apiKeys: 0, pets: 0, idempotencyKeys: 0 })
 const countOf = { setting: 'settings', apiKey: 'apiKeys', pet: 'pets', idempotencyKey: 'idempotencyKeys' } as const
 
-/** Lines to a stream, gathered into chunks of about 64 KiB, waiting for 'drain' when the reader is slower. */
 export class LineSink {
   private lines: string[] = []
   private size = 0
@@ -55,7 +49,6 @@ export class LineSink {
   }
 }
 
-/** Every record of the reader's snapshot, sections in file order. */
 async function * allRecords (reader: TransferReader): AsyncGenerator<DataRecord> {
   yield * reader.settings()
   yield * reader.apiKeys()
@@ -63,10 +56,7 @@ async function * allRecords (reader: TransferReader): AsyncGenerator<DataRecord>
   yield * reader.idempotencyKeys()
 }
 
-/**
- * Writes the store as an export file: header, every record, end line. Streams from one snapshot,
- * so memory stays flat and the counts in the header are exactly what follows.
- */
+/** Streams from one snapshot, so memory stays flat and the header's counts are exactly what follows. */
 export async function exportStore (reader: TransferReader, sink: LineSink, opts: { liveSince: number, now: Date, progress: Progress }): Promise<StoreSummary> {
   const counts = await reader.begin(opts.liveSince)
   opts.progress.start(total(counts), 'records')
@@ -94,7 +84,6 @@ export async function exportStore (reader: TransferReader, sink: LineSink, opts:
   return { kind: reader.kind, counts, petsSha256 }
 }
 
-/** Hands each record to `write` in order, telling `progress` every PROGRESS_EVERY records and at the end. */
 async function feed<R extends DataRecord> (records: AsyncIterable<R>, write: (r: R) => Promise<void>, progress: Progress): Promise<void> {
   let done = 0
   for await (const r of records) {
@@ -104,7 +93,6 @@ async function feed<R extends DataRecord> (records: AsyncIterable<R>, write: (r:
   progress.update(done)
 }
 
-/** Runs `fill` in the writer's transaction: commits when it succeeds, rolls back when anything fails. */
 async function committed (writer: TransferWriter, progress: Progress, fill: () => Promise<void>): Promise<void> {
   try {
     await fill()
@@ -123,10 +111,9 @@ const describe = (c: Counts) => `${c.pets} pets, ${c.apiKeys} API keys, ${c.idem
 export interface ImportSummary extends StoreSummary { source: 'sqlite' | 'postgres', intoNonempty: boolean }
 
 /**
- * Imports an export file in one transaction: every line is checked as it streams in, and any bad
- * line, a refused record, a wrong count or checksum, or a truncated file rolls everything back.
- * An empty target (no pets, keys or Idempotency-Keys) takes the file's settings; into a non-empty
- * one (only with `intoNonempty`) records are added, any collision fails, and its settings are kept.
+ * One transaction: any bad line, refused record, wrong count or checksum, or truncation rolls it all
+ * back. An empty target takes the file's settings; a non-empty one (only with `intoNonempty`) keeps
+ * its own, and any collision fails.
  */
 export async function importExport (lines: AsyncIterator<Line>, writer: TransferWriter, opts: { intoNonempty: boolean, progress: Progress }): Promise<ImportSummary> {
   const file = await parseExport(lines)
@@ -142,10 +129,7 @@ export async function importExport (lines: AsyncIterator<Line>, writer: Transfer
   return { kind: writer.kind, source: file.header.source, counts: file.header.counts, petsSha256: file.petsSha256(), intoNonempty: !empty }
 }
 
-/**
- * Copies one store into another, empty one: the reader's snapshot straight into the writer's single
- * transaction (no file in between). Returns what was copied, with the pets checksum as read.
- */
+/** The reader's snapshot straight into the writer's one transaction; the target must be empty. */
 export async function copyStore (reader: TransferReader, writer: TransferWriter, opts: { liveSince: number, progress: Progress }): Promise<StoreSummary> {
   const counts = await reader.begin(opts.liveSince)
   const existing = await writer.begin()

@@ -1,40 +1,26 @@
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, PetCreates, planCreates } from '../creates.js'
-import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toIdemRecord, toKeyGrant, toPet } from '../rows.js'
-import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, NewApiKey, PoolStats, Store } from '../store.js'
-import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
+import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
+import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toIdemRecord, toPet } from '../rows.js'
+import type { IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, PooledStore, PoolStats, StatementNaming, Store } from '../store.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions, type PgStatement } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
 
 /**
- * Transaction-level advisory lock every pet insert takes before drawing ids. Sequence values are
- * handed out before commit, so without it a transaction holding id 7 could commit after another
- * holding id 8 had committed and been paged past: a list walk would miss 7. Under the lock, inserts
- * (across every instance) draw ids and commit one batch at a time, in id order; the lock is released
- * only after the commit is visible. Group commit keeps the serialization cheap: one batch per instance.
+ * Every pet insert takes this advisory lock before drawing ids, held until its commit is visible:
+ * sequence values are handed out before commit, so without it a list walk could page past an id
+ * that commits later. Ids thus become visible in order across every instance.
  */
 export const PET_INSERT_LOCK_KEY = 7_365_020_100_000_002n
 
-/** The settings of a pet insert (insertPets), $1 its lock_timeout; checkSettings reads them back through it. */
 const INSERT_SETTINGS = "SELECT set_config('synchronous_commit', 'on', true), set_config('lock_timeout', $1::text, true)"
 
 /**
- * Every pet insert: one statement, the same inside a batch's transaction (Idempotency-Keys) or in
- * an implicit transaction of its own (a batch without, which then commits when the statement ends:
- * one round trip). Its first CTE sets, for its transaction (set_config(…, true): so they hold
- * whichever server connection a pooler picks and leak to no other client), before the lock is asked:
- * - synchronous_commit=on: the commit flushes its WAL before the server answers, whatever the server
- *   or role default;
- * - lock_timeout: a batch waiting longer than PG_STATEMENT_TIMEOUT_MS for the insert lock gives up
- *   (55P03, a 503), with nothing written. It is read when a wait begins, so it bounds this
- *   statement's own wait, which statement_timeout, armed when a statement starts, would not.
- * Then the insert function of migration 3: it takes the insert lock in a CTE joined into the
- * insert's source, sorted by the batch order; the sort consumes all its input, the lock included,
- * before it emits a row, and the volatile id default is evaluated above it, so ids are drawn only
- * under the lock, ascending in the batch's order. PL/pgSQL keeps the insert's plan per server
- * connection, so it is planned once per connection whatever pooler is in between; the statement
- * sent is a short call, named like the primary-key reads until a pooler shows (connection.ts).
+ * One statement, alone or inside a batch's transaction. Its first CTE sets synchronous_commit and
+ * lock_timeout for its transaction (set_config(…, true), as SET LOCAL in txPrologue) before the lock
+ * is asked: lock_timeout bounds this statement's own wait for the lock, which statement_timeout
+ * would not. The function (migration 3) draws ids only under the lock, ascending in the batch order.
  */
 function insertPets (pets: NewPet[], statementTimeoutMs: number): PgStatement {
   return {
@@ -52,16 +38,11 @@ function insertPets (pets: NewPet[], statementTimeoutMs: number): PgStatement {
   }
 }
 
-/** The ids a pet insert answered, ascending (array_agg … ORDER BY id in the function): the batch's order. */
 const insertedIds = (res: { rows: unknown[] }): bigint[] => (res.rows as Array<{ id: bigint }>).map(r => r.id)
 
 /**
- * The reads behind a read-cache miss. Each is served by an index in key order, with no sort and no
- * sequential scan, at any table size (test/store/postgres-plans.test.ts; EXPLAIN ANALYZE over 1M
- * pets in docs/explanation/performance.md): get by the primary key; a page by the primary key's range; a
- * filtered page by (status, id), or the primary key's range with the filter when the status is
- * common enough — the planner chooses by the value, which is why that one is never a named
- * statement in auto mode (connection.ts).
+ * Each read is served by an index in key order, without a sort (test/store/postgres-plans.test.ts).
+ * The planner chooses the status page's plan by the value, so it is never named in auto mode.
  */
 export const PET_READS = {
   get: 'SELECT id, name, category_id, status FROM pets WHERE id = $1::int8',
@@ -71,17 +52,19 @@ export const PET_READS = {
 
 export interface PostgresStoreOptions extends PgConnectionOptions {}
 
-/** The shared store: many stateless instances over one PostgreSQL, through a connection pool. */
-export class PostgresStore implements Store {
+export class PostgresStore extends KeysAndSettings implements Store, PooledStore, StatementNaming {
   readonly kind = 'postgres' as const
   private readonly creates: PetCreates
   private closed = false
 
+  protected readonly sql: KeysAndSettingsSql
+
   private constructor (private readonly db: PgDatabase, private readonly statementTimeoutMs: number) {
+    super()
+    this.sql = keysAndSettingsSql(db)
     this.creates = new PetCreates(async (items) => await this.commitCreates(items))
   }
 
-  /** Connects, applies pending migrations and checks the settings the promises rest on. */
   static async open (opts: PostgresStoreOptions): Promise<PostgresStore> {
     await PostgresStore.migrate(opts)
     const db = new PgDatabase(opts)
@@ -94,10 +77,7 @@ export class PostgresStore implements Store {
     return new PostgresStore(db, opts.statementTimeoutMs)
   }
 
-  /**
-   * Applies pending migrations (serialized across instances) and returns their versions. A failure
-   * is a StoreUnavailableError whose message names the cause and the setting to look at.
-   */
+  /** Serialized across instances; a failure's message names the cause and the setting to look at. */
   static async migrate (opts: PostgresStoreOptions): Promise<number[]> {
     const client = createMigrationClient(opts)
     try {
@@ -111,10 +91,8 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * One batch of creates, in one transaction under the pet insert lock (see creates.ts). Without
-   * Idempotency-Keys it is the insert alone (insertPets): one statement, one round trip. With keys the lock is taken first, then the keys are looked up (a later statement, so its
-   * snapshot sees every record committed by an earlier holder: two instances racing with one key
-   * create one pet, and the later replays it), then the plan is written.
+   * With Idempotency-Keys, the keys are looked up after the lock is taken, in a later statement whose
+   * snapshot sees every record an earlier holder committed: racing instances create one pet.
    */
   private async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
     const keys = idempotencyKeys(items)
@@ -207,63 +185,6 @@ export class PostgresStore implements Store {
     return res.rows.map(toPet)
   }
 
-  async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
-    const [res] = await this.db.transaction([{
-      text: `INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
-      values: [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt, key.expiresAt ?? null]
-    }])
-    return toApiKey(res!.rows[0] as KeyRow)
-  }
-
-  async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
-    const res = await this.db.query<KeyGrantRow>({
-      // A statement's name changes with its text: through a pooler, instances of two versions (a
-      // rolling upgrade) can share a server connection where the other text is prepared.
-      name: 'find_key_grant',
-      stablePlan: true,
-      text: `SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = $1`,
-      values: [hash]
-    })
-    const row = res.rows[0]
-    return row === undefined ? undefined : toKeyGrant(row)
-  }
-
-  async listApiKeys (): Promise<ApiKeyRecord[]> {
-    const res = await this.db.query<KeyRow>({ text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id` })
-    return res.rows.map(toApiKey)
-  }
-
-  async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    // LEAST ignores NULL: a key not revoked yet takes `at`.
-    const [res] = await this.db.transaction([{ text: 'UPDATE api_keys SET revoked_at = LEAST(revoked_at, $1) WHERE id = $2', values: [at, id] }])
-    return (res!.rowCount ?? 0) > 0
-  }
-
-  async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
-    if (usedAt.size === 0) return
-    const ids = [...usedAt.keys()]
-    const ats = [...usedAt.values()]
-    await this.db.transaction([{
-      text: `UPDATE api_keys AS k SET last_used_at = u.at
-             FROM unnest($1::int8[], $2::timestamptz[]) AS u(id, at)
-             WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
-      values: [ids, ats]
-    }])
-  }
-
-  async countApiKeys (): Promise<number> {
-    const res = await this.db.query<{ n: bigint }>({ text: 'SELECT count(*) AS n FROM api_keys' })
-    return Number(res.rows[0]!.n)
-  }
-
-  async getOrCreateSetting (name: string, create: () => string): Promise<string> {
-    // Two transactions: the SELECT takes a fresh snapshot, so it sees the row another instance
-    // inserted concurrently (which made our INSERT do nothing).
-    await this.db.transaction([{ text: 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', values: [name, create()] }])
-    const res = await this.db.query<{ value: string }>({ text: 'SELECT value FROM settings WHERE name = $1', values: [name] })
-    return res.rows[0]!.value
-  }
-
   async ping (): Promise<void> {
     await this.db.query({ text: 'SELECT 1' })
   }
@@ -276,11 +197,48 @@ export class PostgresStore implements Store {
   }
 }
 
-/**
- * Reads back what the durability and int64 promises rest on, as the writes set them (so through
- * whatever pooler is in between): inside a transaction begun as every write transaction is, and
- * inside a statement that sets them as a pet insert does; refuses to start otherwise.
- */
+function keysAndSettingsSql (db: PgDatabase): KeysAndSettingsSql {
+  return {
+    insertKey: async (k) => {
+      const [res] = await db.transaction([{
+        text: `INSERT INTO api_keys (name, key_hash, scopes, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
+        values: [k.name, k.hash, k.scopes, k.createdAt, k.expiresAt]
+      }])
+      return res!.rows[0] as KeyRow
+    },
+    keyByHash: async (hash) => {
+      const res = await db.query<KeyGrantRow>({
+        name: 'find_key_grant',
+        stablePlan: true,
+        text: `SELECT ${KEY_GRANT_COLUMNS} FROM api_keys WHERE key_hash = $1`,
+        values: [hash]
+      })
+      return res.rows[0]
+    },
+    listKeys: async () => (await db.query<KeyRow>({ text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id` })).rows,
+    revokeKey: async (id, at) => {
+      // LEAST ignores NULL: a key not revoked yet takes `at`.
+      const [res] = await db.transaction([{ text: 'UPDATE api_keys SET revoked_at = LEAST(revoked_at, $1) WHERE id = $2', values: [at, id] }])
+      return res!.rowCount ?? 0
+    },
+    touchKeys: async (usedAt) => {
+      await db.transaction([{
+        text: `UPDATE api_keys AS k SET last_used_at = u.at
+               FROM unnest($1::int8[], $2::timestamptz[]) AS u(id, at)
+               WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+        values: [[...usedAt.keys()], [...usedAt.values()]]
+      }])
+    },
+    countKeys: async () => (await db.query<{ n: bigint }>({ text: 'SELECT count(*) AS n FROM api_keys' })).rows[0]!.n,
+    // The SELECT below is a transaction of its own, so it sees a row another instance inserted meanwhile.
+    insertSettingIfAbsent: async (name, value) => {
+      await db.transaction([{ text: 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', values: [name, value] }])
+    },
+    setting: async (name) => (await db.query<{ value: string }>({ text: 'SELECT value FROM settings WHERE name = $1', values: [name] })).rows[0]!.value
+  }
+}
+
+/** Reads back, through whatever pooler is in between, what durability and int64 rest on; refuses to start otherwise. */
 async function checkSettings (db: PgDatabase, statementTimeoutMs: number): Promise<void> {
   const [res] = await db.transaction([{
     text: "SELECT current_setting('synchronous_commit') AS sc, current_setting('fsync') AS fsync, 9223372036854775807::int8 AS big"

@@ -2,12 +2,8 @@ import type pg from 'pg'
 import { checkVersions, type Migration } from '../migrations.js'
 
 /**
- * Schema migrations for PostgreSQL, in order. Frozen once released: never edit one, add the next.
- * Versions and names match SQLITE_MIGRATIONS one for one (a test holds them together), so
- * `schema_migrations` reads the same on both stores.
- *
- * Names are bytea (their UTF-8 bytes): PostgreSQL text cannot hold U+0000, which the API accepts
- * in a name and SQLite keeps, and both stores must return a name exactly as it was sent.
+ * Frozen once released: never edit one, add the next. Versions and names match SQLITE_MIGRATIONS.
+ * Names are bytea: PostgreSQL text cannot hold U+0000, which the API accepts and must return as sent.
  */
 export const PG_MIGRATIONS: readonly Migration[] = [
   {
@@ -38,7 +34,6 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     name: 'idempotency keys',
-    // Written in the same transaction as the pet it created.
     sql: `
       CREATE TABLE idempotency_keys (
         api_key_id bigint NOT NULL REFERENCES api_keys (id),
@@ -54,13 +49,9 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: 'pet insert function',
-    // Every pet insert calls it (insertPets in index.ts, where the ordering argument is written).
-    // PL/pgSQL keeps the statement's plan per server connection, so it is planned once per
-    // connection whatever pooler is in between, and the call is one short statement. One statement inside (one executor run, measured cheaper than a separate PERFORM of
-    // the lock): the lock in a MATERIALIZED CTE joined into the insert's source, sorted by `ord`; the
-    // Sort consumes all its input, the lock included, before it emits a row, and the volatile id
-    // default is evaluated above the Sort, so ids are drawn only under the lock, in the batch's order.
-    // An array back, not SETOF: RETURN QUERY over an INSERT needs PostgreSQL 14, SELECT … INTO does not.
+    // Every pet insert calls it (index.ts says why the lock). PL/pgSQL plans it once per server
+    // connection. The Sort consumes its input, the lock included, before emitting a row, and the id
+    // default is evaluated above it, so ids are drawn only under the lock, in the batch's order.
     sql: `
       CREATE FUNCTION petstore_insert_pets(names bytea[], category_ids int8[], statuses text[], lock_key int8)
       RETURNS int8[] LANGUAGE plpgsql AS $fn$
@@ -84,9 +75,7 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   {
     version: 4,
     name: 'api key scopes and expiry',
-    // Keys made before scopes keep what they could do: both scopes (the catalogue in schemas/scopes.ts).
-    // revoked_at may now be in the future: a scheduled revocation, the key works until then. A
-    // constant default: PostgreSQL 11+ adds the column without rewriting the table.
+    // Keys made before scopes keep both scopes; revoked_at may now be in the future (scheduled).
     sql: `
       ALTER TABLE api_keys
         ADD COLUMN scopes text NOT NULL DEFAULT 'pets:read pets:write',
@@ -95,15 +84,12 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   }
 ]
 
-/** Transaction advisory lock each migration takes, so N instances starting at once apply each once. */
+/** Lets N instances starting at once apply each migration once. */
 export const MIGRATION_LOCK_KEY = 7_365_020_100_000_001n
 
 /**
- * Applies the migrations not yet applied (migrations.ts) and returns their versions. Each runs in a
- * transaction of its own that first takes a transaction-level advisory lock, then checks whether
- * the migration is already applied: nothing is held between transactions, so this is safe through
- * a transaction-mode pooler (where a session lock could be taken on one server connection and
- * never released), and a migrator that dies mid-way holds nothing.
+ * Each migration in a transaction of its own under a transaction-level advisory lock: nothing is held
+ * between transactions, so it is safe through a transaction-mode pooler and a dead migrator holds nothing.
  */
 export async function migratePostgres (client: pg.Client, migrations: readonly Migration[] = PG_MIGRATIONS): Promise<number[]> {
   checkVersions(migrations)
@@ -111,7 +97,6 @@ export async function migratePostgres (client: pg.Client, migrations: readonly M
   for (const m of migrations) {
     await client.query('BEGIN')
     try {
-      // Waiting for another migrator's lock may take long: no statement timeout here.
       await client.query('SET LOCAL statement_timeout = 0')
       await client.query('SET LOCAL synchronous_commit = on')
       await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])

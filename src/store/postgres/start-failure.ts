@@ -2,11 +2,8 @@ import { StoreUnavailableError } from '../../errors.js'
 import { postgresTarget } from '../location.js'
 
 /**
- * Why the PostgreSQL store could not open (or migrate), in one line an operator can act on: where
- * (host and port, database, user; never the password: the URL is read by its parts, the password
- * left out, and never enters the message), the server's (or pooler's) SQLSTATE and text or the
- * socket error, and the setting to look at. The CLI and the server print the message as it is; the
- * original error stays the `cause`.
+ * One line an operator can act on: where (never the password), the server's or pooler's answer, and
+ * the setting to look at. The original error stays the `cause`.
  */
 export function startFailure (err: unknown, url: string, connectTimeoutMs: number): StoreUnavailableError {
   const { cause, check } = explain(err, connectTimeoutMs)
@@ -22,7 +19,6 @@ function describeTarget (url: string): string {
   }
 }
 
-/** A setting read back at start that breaks a promise; `check` names what to change. */
 export class PgSettingError extends Error {
   constructor (message: string, readonly check: string) {
     super(message)
@@ -34,7 +30,7 @@ interface PgLikeError { code?: unknown, severity?: unknown, message?: unknown }
 
 const SQLSTATE = /^[0-9A-Z]{5}$/
 
-/** The setting to look at, by SQLSTATE (exact code first, then its class). Maps: looked up by codes an error carries. */
+/** Exact code first, then its class. */
 const BY_CODE: ReadonlyMap<string, string> = new Map([
   ['28P01', 'the user and password in DATABASE_URL (and the server\'s, or the pooler\'s auth_file, entry for that user)'],
   ['28000', 'the user in DATABASE_URL and the server\'s pg_hba.conf (or the pooler\'s auth settings) for this client address'],
@@ -44,10 +40,7 @@ const BY_CODE: ReadonlyMap<string, string> = new Map([
   ['42501', 'the privileges of the user in DATABASE_URL: migrations need CREATE on the database (or run `petstore migrate` as its owner)'],
   ['0A000', 'the server version and the pooler\'s pool_mode']
 ])
-/*
- * PgBouncer answers most of its own refusals with 08P01 (protocol violation) and a text: the text
- * tells them apart.
- */
+/* PgBouncer answers most of its own refusals with 08P01: only the text tells them apart. */
 const BY_POOLER_TEXT: Array<[RegExp, string]> = [
   [/unsupported startup parameter/i, 'the pooler\'s ignore_startup_parameters (a transaction-mode pooler refuses any other startup parameter; remove options from DATABASE_URL)'],
   [/password|auth/i, 'the user and password in DATABASE_URL (and the pooler\'s auth_file and auth_type)'],

@@ -2,10 +2,10 @@ import type pg from 'pg'
 import type { PetStatus } from '../../schemas/pets.js'
 import { scopesText } from '../../schemas/scopes.js'
 import { KEY_EXPORT_COLUMNS, type KeyExportRow, toKeyRecordLine } from '../rows.js'
+import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/contract.js'
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
-} from '../../services/transfer/format.js'
-import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer.js'
+} from '../transfer/records.js'
 import { createMigrationClient, guard, type PgConnectionOptions } from './connection.js'
 import { PET_INSERT_LOCK_KEY, PostgresStore } from './index.js'
 
@@ -151,8 +151,7 @@ export class PostgresTransferWriter implements TransferWriter {
 
   async begin (): Promise<Counts> {
     await guard(() => this.client.query('BEGIN'))
-    // The connection sends no startup parameters (see connection.ts): the import's commit is durable
-    // whatever the server's or the role's default.
+    // Durable whatever the server's or the role's default (see txPrologue).
     await guard(() => this.client.query('SET LOCAL synchronous_commit = on'))
     // The service's pet insert lock too, so no create of a running server interleaves with the ids written here.
     await guard(() => this.client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()]))

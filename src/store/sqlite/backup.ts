@@ -1,25 +1,18 @@
 import { chmod, rm, stat } from 'node:fs/promises'
 import Database from 'better-sqlite3'
-import type { Progress } from '../../services/transfer/run.js'
-import { partialPath, publish } from '../../services/transfer/files.js'
+import { partialPath, publish } from '../files.js'
+import type { Progress } from '../transfer/contract.js'
 
 export interface SqliteBackupResult { pages: number, bytes: number, pets: number, apiKeys: number, integrity: 'ok' }
 
-/** Pages per backup step while no writer interferes: about 2% of the database, so progress moves. */
 const STEP_FRACTION = 50
-/** "Copy every remaining page in this step." */
 const ALL_PAGES = 0x7fffffff
 
 /**
- * A consistent copy of a live SQLite database through SQLite's online backup API (better-sqlite3's
- * db.backup), while servers keep reading and writing it. The backup copies in steps; when another
- * connection writes between steps, SQLite restarts it from the first page. Under a steady stream of
- * creates that could repeat forever, so after the first restart the rest is copied in ONE step: a
- * single read transaction, which in WAL mode does not block the writers. Either way the copy is the
- * database as of one instant after the backup started, so every pet acknowledged before it is there.
- *
- * The copy is written under a temporary name, checked with PRAGMA integrity_check, made 0600, fsynced
- * and only then renamed to `dest`; a failure leaves nothing at `dest`.
+ * SQLite's online backup while servers keep writing. A write between steps restarts it, which a
+ * steady stream of creates could repeat forever, so after one restart the rest goes in ONE step (a
+ * read transaction, which in WAL mode blocks no writer). The copy is checked, made 0600 and fsynced
+ * under a temporary name before it is renamed to `dest`.
  */
 export async function backupSqlite (source: string, dest: string, progress: Progress): Promise<SqliteBackupResult> {
   const tmp = partialPath(dest)
@@ -64,7 +57,6 @@ export async function backupSqlite (source: string, dest: string, progress: Prog
   }
 }
 
-/** Opens the copy on its own, runs integrity_check and reads what it holds. */
 function verify (path: string): { pets: number, apiKeys: number, integrity: 'ok' } {
   const db = new Database(path, { fileMustExist: true })
   try {
@@ -74,7 +66,7 @@ function verify (path: string): { pets: number, apiKeys: number, integrity: 'ok'
     const n = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: bigint }).n)
     return { pets: n('pets'), apiKeys: n('api_keys'), integrity: 'ok' }
   } finally {
-    // Closing the last connection checkpoints and removes the -wal file: the backup is one file.
+    // Closing the last connection removes the -wal: the backup is one file.
     db.close()
   }
 }

@@ -1,24 +1,20 @@
 import { closeSync, openSync, statSync } from 'node:fs'
-import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
-import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toApiKey, toKeyGrant, toPet } from '../rows.js'
-import { ALL_SCOPES, scopesText } from '../../schemas/scopes.js'
-import type { ApiKeyGrant, ApiKeyRecord, IdempotencyKey, IdempotentCreateResult, ListPetsParams, NewApiKey, PetReadsNow, Store } from '../store.js'
+import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
+import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toPet } from '../rows.js'
+import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams, PetReadsNow, Store, SynchronousReads } from '../store.js'
+import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { isMalformedError, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, writeMarker } from './start-checks.js'
-import { type Gone, newStoreId, StoreFile, type StoreFileIdentity } from './store-file.js'
+import { type Gone, newStoreId, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
-import type { WriterOp, WriterResponse } from './writer-worker.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
 
-/**
- * Runs a synchronous better-sqlite3 call, turning "cannot work now" failures into
- * StoreUnavailableError; `malformed` is told of a failure that says the file is not a sound database.
- */
+/** `malformed` is told of a failure that says the file is not a sound database. */
 function guard<T> (fn: () => T, malformed?: (err: unknown) => void): T {
   try {
     return fn()
@@ -29,174 +25,37 @@ function guard<T> (fn: () => T, malformed?: (err: unknown) => void): T {
   }
 }
 
-// How long a readiness check waits for a writer thread that is still booting before answering 503
-// (a boot takes far less; this long only on a machine that is overloaded).
+// How long a readiness check waits for a writer thread that is still booting.
 const WRITER_READY_WAIT_MS = 2000
-
-// Defined by the production bundle (scripts/bundle.mjs): the compiled writer entry, relative to the bundle's chunk.
-declare const PETSTORE_WRITER_ENTRY: string | undefined
-
-/**
- * The writer thread's entry: next to this module (dist/store/sqlite/ as compiled; src/ under tsx, in
- * tests and `npm run dev`, where the thread registers tsx first), or, from the bundle, the compiled file.
- */
-function writerEntry (): URL {
-  if (typeof PETSTORE_WRITER_ENTRY === 'string') return new URL(PETSTORE_WRITER_ENTRY, import.meta.url)
-  return new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
-}
-
-/**
- * Sends write batches to the writer thread and matches the answers. The thread is started by
- * start() or by the first write, whichever comes first. Requests sent while it is still starting wait
- * in its message port; if it cannot start, they fail as unavailable (503).
- */
-class WorkerWriter {
-  private worker: Worker | undefined
-  private nextId = 1
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
-  private dead: Error | undefined
-  private closed = false
-  private up: { promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void } | undefined
-
-  constructor (
-    private readonly path: string,
-    private readonly synchronous: SynchronousLevel,
-    private readonly file: { identity: StoreFileIdentity, idAtOpen: number | undefined },
-    private readonly onGone: (found: Gone) => StoreGoneError
-  ) {}
-
-  start (): Worker {
-    if (this.worker !== undefined) return this.worker
-    const entry = writerEntry()
-    const workerData = { path: this.path, synchronous: this.synchronous, file: this.file }
-    const worker = entry.pathname.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData })
-      : new Worker(entry, { workerData })
-    let settle!: Pick<NonNullable<typeof this.up>, 'resolve' | 'reject'>
-    const promise = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
-    promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
-    this.up = { promise, ...settle }
-    worker.on('message', (res: WriterResponse) => this.settle(res))
-    worker.on('error', (err) => this.fail(err))
-    worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
-    this.worker = worker
-    return worker
-  }
-
-  /** StoreUnavailableError once the thread has stopped (or the store is closing), else undefined. */
-  stopped (): StoreUnavailableError | undefined {
-    if (this.dead !== undefined) return new StoreUnavailableError('the database writer stopped', { cause: this.dead })
-    if (this.closed) return new StoreUnavailableError('the database writer stopped')
-    return undefined
-  }
-
-  run<T> (req: WriterOp): Promise<T> {
-    const stopped = this.stopped()
-    if (stopped !== undefined) return Promise.reject(stopped)
-    const worker = this.start()
-    const id = this.nextId++
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      worker.postMessage({ ...req, id })
-    })
-  }
-
-  /**
-   * Resolves once the thread is up (starting it if need be); StoreUnavailableError once it has
-   * stopped or could not start, or while it is still starting after `waitMs`.
-   */
-  async ready (waitMs: number): Promise<void> {
-    if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
-    this.start()
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((resolve, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)), waitMs)
-    })
-    try {
-      await Promise.race([this.up!.promise, late])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
-
-  private settle (res: WriterResponse): void {
-    if ('ready' in res) {
-      this.up?.resolve()
-      return
-    }
-    const p = this.pending.get(res.id)
-    if (p === undefined) return
-    this.pending.delete(res.id)
-    if (res.ok) p.resolve(res.result)
-    else if (res.gone !== undefined) p.reject(this.onGone(res.gone))
-    else if (res.unavailable) p.reject(new StoreUnavailableError(`the database refused the write (${res.code ?? 'error'})`))
-    else p.reject(Object.assign(new Error(res.message), { code: res.code }))
-  }
-
-  private fail (err: Error): void {
-    this.dead ??= err
-    this.up?.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
-    for (const p of this.pending.values()) p.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
-    this.pending.clear()
-  }
-
-  async close (): Promise<void> {
-    this.closed = true
-    const worker = this.worker
-    if (worker === undefined || this.dead !== undefined) return
-    const exited = new Promise(resolve => worker.once('exit', resolve))
-    worker.postMessage({ op: 'close' })
-    await exited
-  }
-}
 
 export interface SqliteStoreOptions {
   path: string
   synchronous: SynchronousLevel
 }
 
-/**
- * The least time between the starts of two create batches when each is flushed: under a steady
- * stream of creates one WAL flush then carries what arrived over these milliseconds, not the one or
- * two that arrived during the previous flush (an fdatasync costs the kernel about as much CPU as a
- * dozen requests). A create that finds no batch started within it is committed at once.
- */
+/** See GroupCommitOptions.minIntervalMs. */
 const FLUSH_INTERVAL_MS = 5
-/**
- * Creates waiting that start a batch without waiting out FLUSH_INTERVAL_MS. Smaller than a busy
- * client pool (64 connections creating at once in the bench): one batch flushes while the next is
- * being received, where a batch of every connection leaves the event loop idle for each flush
- * (measured: the same CPU per create, a quarter more creates a second than at 64).
- */
+/** Below a busy client pool, so one batch flushes while the next is received. */
 const FULL_BATCH = 32
-/** A checkpoint is asked of the background thread after this many commits (about SQLite's default of 1,000 WAL pages). */
+/** About SQLite's default autocheckpoint size. */
 const CHECKPOINT_EVERY_COMMITS = 200
-/** How often a batch retries while another connection holds SQLite's write lock (for up to BUSY_TIMEOUT_MS). */
 const BUSY_RETRY_MS = 2
 
 /**
- * The embedded store. Reads and the creates' commits run on the event loop, on one connection (a
- * primary-key read or a batch's inserts cost microseconds); the commit's flush to disk runs on
- * libuv's thread pool (wal-flush.ts) and each create is answered after it. Until its flush has
- * completed, a batch's pets are hidden from every read of this store, so nothing is shown that a
- * power loss could still take back. Checkpoints and the writes nobody waits for run on a background
- * thread with its own connection (writer-worker.ts).
+ * Reads and the creates' commits run on the event loop; each commit's flush runs on libuv's thread
+ * pool (wal-flush.ts) and a batch's pets stay hidden from reads until it completes, so nothing is
+ * shown that a power loss could take back. Checkpoints and fire-and-forget writes run on a
+ * background thread (writer-worker.ts).
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends KeysAndSettings implements Store, SynchronousReads, BackgroundWriter, GoneNotices {
   readonly kind = 'sqlite' as const
   private readonly creates: PetCreates
   private readonly writes: SqliteWrites
   private readonly stmts
-  /** The ids of this connection's batch committed but not yet flushed: not shown. */
   private hidden: { from: bigint, to: bigint } | undefined
   private commitsSinceCheckpoint = 0
   private checkpointing = false
-  /**
-   * Once the file at the path is found not to be this store's (or malformed): the error every write
-   * gets from then on, the operator's line, and the copy of the store being written (removed or
-   * replaced; settles when written or failed). One object, never replaced: a wrapper of the store
-   * (tracing's, whose methods run with the wrapper as `this`) shares it.
-   */
+  /** One object, never replaced: a wrapper of the store (tracing's) shares it. */
   private readonly lost: { gone?: StoreGoneError, line?: string, rescue?: Promise<void> } = {}
   private readonly goneListeners: GoneListener[] = []
   private readonly writer: WorkerWriter | undefined
@@ -207,6 +66,7 @@ export class SqliteStore implements Store {
     writer: { path: string, synchronous: SynchronousLevel } | undefined,
     private readonly wal: WalFlush | undefined
   ) {
+    super()
     this.writer = writer === undefined || file === undefined
       ? undefined
       : new WorkerWriter(writer.path, writer.synchronous, { identity: file.identity, idAtOpen: file.idAtOpen }, (found) => this.becomeGone(found))
@@ -235,12 +95,24 @@ export class SqliteStore implements Store {
       getSetting: db.prepare('SELECT value FROM settings WHERE name = ?'),
       ping: db.prepare('SELECT 1')
     }
+    const stmts = this.stmts
+    this.sql = {
+      insertKey: async (k) => await this.writeNow(() => stmts.insertKey.get(k.name, k.hash, k.scopes, k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? null) as KeyRow),
+      keyByHash: async (hash) => this.guard(() => stmts.keyByHash.get(hash) as KeyGrantRow | undefined),
+      listKeys: async () => this.guard(() => stmts.listKeys.all() as KeyRow[]),
+      revokeKey: async (id, at) => (await this.writeNow(() => stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
+      touchKeys: async (usedAt) => { await this.touch([...usedAt].map(([id, at]) => [id, at.toISOString()])) },
+      countKeys: async () => (this.guard(() => stmts.countKeys.get()) as { n: bigint }).n,
+      insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => stmts.insertSetting.run(name, value)) },
+      setting: async (name) => (this.guard(() => stmts.getSetting.get(name)) as { value: string }).value
+    }
   }
+
+  protected readonly sql: KeysAndSettingsSql
 
   private readonly touch: (entries: Array<[number, string]>) => Promise<void>
   private readonly purge: (beforeMs: number) => Promise<number>
 
-  /** guard(), and a failure that says the file is malformed turns the store gone. */
   private guard<T> (fn: () => T): T {
     return guard(fn, (err) => this.becomeGone({ reason: 'malformed', what: `${this.file?.identity.path ?? 'the database'} reads as malformed (${String((err as { code?: unknown }).code)}: ${(err as Error).message})` }, err))
   }
@@ -250,19 +122,11 @@ export class SqliteStore implements Store {
     return await fn()
   }
 
-  /**
-   * Calls `listener` once with the operator's line (what happened and what to do) when the store's
-   * file is found gone; at once if it already is.
-   */
   onGone (listener: GoneListener): void {
     this.goneListeners.push(listener)
     if (this.lost.gone !== undefined && this.lost.line !== undefined) listener(this.lost.line, this.lost.gone.reason, 'error')
   }
 
-  /**
-   * Whether the files at the store's path are still the ones it opened (one stat of the database,
-   * one of its WAL, one read of its header): the store's StoreGoneError once they are not.
-   */
   private checkFile (): StoreGoneError | undefined {
     if (this.lost.gone !== undefined || this.file === undefined) return this.lost.gone
     let found: Gone | undefined
@@ -275,10 +139,8 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * The store's file is not its own any more, or is malformed: from now on no write is taken, and
-   * this store's WAL and shared-memory files are moved away from the path (when they are still
-   * there), so that no later start replays this log into the file that is there now. Tells the
-   * listeners once.
+   * No write is taken from now on, and this store's WAL and -shm are moved away from the path so that
+   * no later start replays this log into the file that is there now.
    */
   private becomeGone (found: Gone, cause?: unknown): StoreGoneError {
     if (this.lost.gone !== undefined) return this.lost.gone
@@ -294,7 +156,7 @@ export class SqliteStore implements Store {
         asideFailed = String((err as { code?: unknown }).code ?? (err as Error).message)
       }
     }
-    // Removed or replaced, the file still open is the store as it was: everything it acknowledged.
+    // Removed or replaced, the file still open holds everything this store acknowledged.
     const copy = found.reason === 'removed' || found.reason === 'replaced' ? `${path}.gone-${stamp}` : undefined
     const todo = found.reason === 'malformed'
       ? `Stop this instance, check the file with: sqlite3 ${path} 'PRAGMA integrity_check', restore it from a backup, and start again.`
@@ -309,10 +171,7 @@ export class SqliteStore implements Store {
     return this.lost.gone
   }
 
-  /**
-   * Writes the store as this connection sees it (the file it opened and its WAL) to a new file, mode
-   * 0600, through SQLite's online backup: nothing is written into the file at the path.
-   */
+  /** Through SQLite's online backup: nothing is written into the file at the path. */
   private async copyTo (copy: string, reason: StoreGoneError['reason']): Promise<void> {
     const tell = (line: string, level: 'error' | 'info') => { for (const listener of this.goneListeners) listener(line, reason, level) }
     try {
@@ -324,11 +183,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  /**
-   * Commits a batch of creates on this connection, then flushes it: its pets are hidden from reads
-   * from the commit until the flush has completed, and the batch is answered after. A flush that
-   * fails leaves them hidden and the store refusing writes (503) until it is restarted.
-   */
+  /** A flush that fails leaves the batch hidden and the store refusing writes until restarted. */
   private async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
     const refused = this.writeRefused()
     if (refused !== undefined) throw refused
@@ -339,33 +194,24 @@ export class SqliteStore implements Store {
     })
     this.committed()
     await this.flushed()
-    // Acknowledged only while the file at the path is still the one written: else the batch stays hidden.
     const gone = this.checkFile()
     if (gone !== undefined) throw gone
     this.hidden = undefined
     return outcomes
   }
 
-  /**
-   * Hides a batch just committed, in the same synchronous step as its commit (nothing can read in
-   * between): its new ids are one ascending run, in the batch's order.
-   */
+  /** Same synchronous step as the commit, so nothing reads in between; the new ids are one ascending run. */
   private hideUntilFlushed (outcomes: CreateOutcome[]): void {
     if (this.wal === undefined) return
     const ids = outcomes.filter((o): o is bigint => typeof o === 'bigint')
     if (ids.length > 0) this.hidden = { from: ids[0]!, to: ids[ids.length - 1]! }
   }
 
-  /** Counts a commit of this connection, and asks for a checkpoint every CHECKPOINT_EVERY_COMMITS. */
   private committed (): void {
     if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
   }
 
-  /**
-   * A write of this connection other than creates (API keys, settings): refused once a flush has
-   * failed, then committed, counted and flushed like a batch (not hidden: nothing reads it before
-   * the caller has its answer).
-   */
+  /** API keys and settings: not hidden, as nothing reads them before the caller has its answer. */
   private async writeNow<T> (write: () => T): Promise<T> {
     const failed = this.lost.gone ?? this.flushFailure()
     if (failed !== undefined) throw failed
@@ -377,11 +223,7 @@ export class SqliteStore implements Store {
     return result
   }
 
-  /**
-   * Runs a write of this connection, again every BUSY_RETRY_MS while another connection holds
-   * SQLite's write lock, for at most BUSY_TIMEOUT_MS. The connection has no busy handler (open()):
-   * SQLite's would sleep on the event loop.
-   */
+  /** No busy handler on this connection (SQLite's would sleep on the event loop): retry here instead. */
   private async whenWriteLockFree<T> (write: () => T): Promise<T> {
     const deadline = Date.now() + BUSY_TIMEOUT_MS
     for (;;) {
@@ -394,47 +236,38 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Why no write is taken now: the background thread stopped, or a flush failed. */
   private writeRefused (): StoreUnavailableError | undefined {
     const stopped = this.writer?.stopped()
-    // A thread that stopped may have found the file gone (it opens only the store's own file).
+    // A thread that stopped may have found the file gone.
     return this.lost.gone ?? this.flushFailure() ?? (stopped === undefined ? undefined : this.checkFile() ?? stopped)
   }
 
-  /** The store's answer once a flush has failed (until a restart), else undefined. */
   private flushFailure (): StoreUnavailableError | undefined {
     const failed = this.wal?.error
     return failed === undefined ? undefined : new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: failed })
   }
 
-  /** Resolves once what this connection committed is on the disk (at once when the store does not flush). */
   private async flushed (): Promise<void> {
     if (this.wal === undefined) return
     try {
       await this.wal.flush()
     } catch (err) {
-      // Committed to the WAL but not known to be on the disk: a restart recovers the WAL as the disk
-      // has it, which may or may not hold this write.
+      // Committed to the WAL but not known to be on the disk: a restart may or may not recover it.
       throw new OutcomeUnknownError('the database could not flush its write-ahead log to disk; restart the service', { cause: err })
     }
   }
 
-  /** Asks the background thread for a checkpoint, unless one is already under way. */
   private checkpoint (): void {
     if (this.writer === undefined || this.checkpointing || this.lost.gone !== undefined) return
     this.checkpointing = true
     this.commitsSinceCheckpoint = 0
-    // A checkpoint that fails (the thread stopped) is asked again after the next commits, which are refused meanwhile.
     this.writer.run({ op: 'checkpoint' }).catch(() => {}).finally(() => { this.checkpointing = false })
   }
 
   /**
-   * Opens (creating if needed) and migrates the database. The background thread is not started
-   * here: its boot is CPU a server start would pay before its first answer when its threads share a
-   * core. It starts at startWriter() (the server calls it once listening) or at its first task.
-   * The read connection has already applied the migrations and proved the file writable; from then
-   * on it commits at synchronous=NORMAL (OFF at OFF) without checkpointing, and a store at FULL or
-   * EXTRA flushes each commit itself (WalFlush).
+   * The background thread starts at startWriter() or its first task, not here: its boot would delay
+   * the first answer. This connection commits at NORMAL (OFF at OFF); FULL and EXTRA flush each commit
+   * through WalFlush.
    */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
     const onDisk = opts.path !== ':memory:'
@@ -445,15 +278,12 @@ export class SqliteStore implements Store {
     let file: StoreFile | undefined
     try {
       migrateSqlite(db)
-      // :memory: is private to its connection: no background thread, nothing to flush.
       if (!onDisk) return new SqliteStore(db, undefined, undefined, undefined)
       const storeId = ensureStoreId(db)
       writeMarker(opts.path, storeId)
       file = StoreFile.open(opts.path, storeId, true)
       db.pragma('wal_autocheckpoint = 0')
-      // No busy handler on this connection: SQLite's sleeps on the event loop. Its writes wait for
-      // the write lock in whenWriteLockFree; a read is not kept out by a writer or a checkpoint in
-      // WAL mode, and one that finds another process recovering the WAL is answered 503 at once.
+      // See whenWriteLockFree; in WAL mode a read is not kept out by a writer or a checkpoint.
       db.pragma('busy_timeout = 0')
       setSynchronous(db, opts.synchronous === 'OFF' ? 'OFF' : 'NORMAL')
       if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') {
@@ -469,7 +299,6 @@ export class SqliteStore implements Store {
     return new SqliteStore(db, file, opts, wal)
   }
 
-  /** Applies pending migrations and returns their versions (used by `petstore migrate`). */
   static migrate (opts: SqliteStoreOptions): number[] {
     const fresh = opts.path !== ':memory:' && isNew(opts.path)
     if (fresh) refuseNewWhereDataWas(opts.path)
@@ -526,49 +355,13 @@ export class SqliteStore implements Store {
     return this.readsNow.listPets(params)
   }
 
-  async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
-    const values = [key.name, key.hash, scopesText(key.scopes ?? ALL_SCOPES), key.createdAt.toISOString(), key.expiresAt?.toISOString() ?? null]
-    return toApiKey(await this.writeNow(() => this.stmts.insertKey.get(...values) as KeyRow))
-  }
-
-  async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {
-    const row = this.guard(() => this.stmts.keyByHash.get(hash) as KeyGrantRow | undefined)
-    return row === undefined ? undefined : toKeyGrant(row)
-  }
-
-  async listApiKeys (): Promise<ApiKeyRecord[]> {
-    return this.guard(() => this.stmts.listKeys.all() as KeyRow[]).map(toApiKey)
-  }
-
-  async revokeApiKey (id: number, at: Date): Promise<boolean> {
-    return (await this.writeNow(() => this.stmts.revokeKey.run({ at: at.toISOString(), id }))).changes > 0
-  }
-
-  async touchApiKeys (usedAt: Map<number, Date>): Promise<void> {
-    if (usedAt.size === 0) return
-    await this.touch([...usedAt].map(([id, at]) => [id, at.toISOString()]))
-  }
-
-  async countApiKeys (): Promise<number> {
-    return Number((this.guard(() => this.stmts.countKeys.get()) as { n: bigint }).n)
-  }
-
-  async getOrCreateSetting (name: string, create: () => string): Promise<string> {
-    return await this.writeNow(() => {
-      this.stmts.insertSetting.run(name, create())
-      return (this.stmts.getSetting.get(name) as { value: string }).value
-    })
-  }
-
   startWriter (): void {
     this.writer?.start()
   }
 
   async ping (): Promise<void> {
     this.guard(() => this.stmts.ping.get())
-    // Ready means writes can be taken too: the file at the path is still this store's, no flush has
-    // failed, and the background thread is up (waited for while it boots, right after a start) and
-    // has not stopped.
+    // Ready means writes can be taken too.
     const failed = this.checkFile() ?? this.flushFailure()
     if (failed !== undefined) throw failed
     await this.writer?.ready(WRITER_READY_WAIT_MS)
@@ -577,14 +370,10 @@ export class SqliteStore implements Store {
   async close (): Promise<void> {
     await this.creates.drain()
     await this.lost.rescue
-    // The background thread's connection is not the last: its close checkpoints nothing.
     await this.writer?.close()
     await this.wal?.close()
-    // The last connection to close checkpoints the WAL into the database file (synced: NORMAL syncs
-    // checkpoints) and removes it: only into this store's own file. Once the file at the path is
-    // another (or this one overwritten or malformed), the connection is left open: better-sqlite3
-    // has no way to close without that checkpoint, and the process ends without closing it
-    // (close-with-grace ends it with process.exit), so the WAL is never copied into another file.
+    // The last close checkpoints the WAL into the file at the path; once that file is not this
+    // store's, the connection is left open (better-sqlite3 cannot close without checkpointing).
     if (this.checkFile() !== undefined) {
       this.file?.close()
       return
@@ -594,19 +383,13 @@ export class SqliteStore implements Store {
   }
 }
 
-/** Told once the store is gone (an error line), and of the copy it then writes (a line of its own). */
 type GoneListener = (line: string, reason: StoreGoneError['reason'], level: 'error' | 'info') => void
 
-/** Whether opening `path` would make a new database: no file there, or an empty one. */
 function isNew (path: string): boolean {
   const st = statSync(path, { throwIfNoEntry: false })
   return st === undefined || st.size === 0
 }
 
-/**
- * Opens a connection; a database that is not sound (`check`: PRAGMA quick_check over an existing
- * one) is refused with the one line that names it.
- */
 function openChecked (path: string, synchronous: SynchronousLevel, check: boolean): Database.Database {
   let db: Database.Database
   try {
@@ -624,10 +407,7 @@ function openChecked (path: string, synchronous: SynchronousLevel, check: boolea
   return db
 }
 
-/**
- * The store's id, in the header's application_id (src/store/sqlite/store-file.ts): given to a store
- * that has none yet (a new one, or one made before ids), kept from then on; backups carry it.
- */
+/** Kept in the header's application_id (see store-file.ts); backups carry it. */
 function ensureStoreId (db: Database.Database): number {
   const id = Number(db.pragma('application_id', { simple: true }))
   if (id !== 0) return id

@@ -1,10 +1,7 @@
 import type Database from 'better-sqlite3'
 import { checkVersions, type Migration } from '../migrations.js'
 
-/**
- * Schema migrations for SQLite, in order. Frozen once released: never edit one, add the next.
- * Versions and names match PG_MIGRATIONS one for one (a test holds them together).
- */
+/** Frozen once released: never edit one, add the next. Versions and names match PG_MIGRATIONS. */
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -34,7 +31,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     name: 'idempotency keys',
-    // Written in the same transaction as the pet it created; created_at in ms since the epoch.
+    // created_at in epoch ms.
     sql: `
       CREATE TABLE idempotency_keys (
         api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
@@ -50,15 +47,13 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     name: 'pet insert function',
-    // PostgreSQL's insert function; SQLite's one writer at a time orders its inserts and needs nothing. Kept
-    // (empty) so the versions read the same on both stores.
+    // PostgreSQL only: SQLite's one writer already orders inserts. Kept so versions match.
     sql: ''
   },
   {
     version: 4,
     name: 'api key scopes and expiry',
-    // Keys made before scopes keep what they could do: both scopes (the catalogue in schemas/scopes.ts).
-    // revoked_at may now be in the future: a scheduled revocation, the key works until then.
+    // Keys made before scopes keep both scopes; revoked_at may now be in the future (scheduled).
     sql: `
       ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'pets:read pets:write';
       ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
@@ -66,11 +61,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   }
 ]
 
-/**
- * Applies the migrations not yet applied (migrations.ts); returns the versions it applied. Each runs
- * in its own IMMEDIATE transaction: the database's write lock is taken first, so processes starting
- * at once apply each exactly once.
- */
+/** Each in its own IMMEDIATE transaction: the write lock comes first, so concurrent starts apply each once. */
 export function migrateSqlite (db: Database.Database, migrations: readonly Migration[] = SQLITE_MIGRATIONS): number[] {
   checkVersions(migrations)
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -3,18 +3,13 @@ import type Database from 'better-sqlite3'
 import { DescribedError } from '../../errors.js'
 
 /*
- * What a start checks before it serves a SQLite store (docs/explanation/durability.md): that it does
- * not make a new empty store where one was (the marker file beside the database, written when a
- * store is first opened there), and that the store it opens is not malformed (PRAGMA quick_check).
+ * Before serving a SQLite store a start refuses to make a new empty store where one was (the marker
+ * beside the database) and to open a malformed one. See docs/explanation/durability.md.
  */
 
-/** The marker beside the database: written when a store is opened there, holding its id. */
 export const markerPath = (path: string): string => `${path}.store-id`
 
-/**
- * Refuses to create a new database at `path` when a store was there before: its marker is present,
- * or its write-ahead log is (a log without its database). Called only when `path` does not exist.
- */
+/** Called only when `path` does not exist: a marker or a -wal there means a store was. */
 export function refuseNewWhereDataWas (path: string): void {
   const marker = markerPath(path)
   if (existsSync(marker)) {
@@ -28,7 +23,6 @@ export function refuseNewWhereDataWas (path: string): void {
   }
 }
 
-/** Writes (or rewrites) the marker with the store's id, made durable with the database. */
 export function writeMarker (path: string, storeId: number): void {
   const marker = markerPath(path)
   const text = `${storeId}\n`
@@ -42,11 +36,7 @@ export function writeMarker (path: string, storeId: number): void {
   }
 }
 
-/**
- * Refuses a malformed database: PRAGMA quick_check reads every page of it (the b-trees, the records
- * and their constraints), at a cost of a second or two per 100 MB; integrity_check also matches
- * every index against its table, at about two and a half times that, and is left to the operator.
- */
+/** quick_check reads every page; the slower integrity_check is left to the operator. */
 export function refuseMalformed (db: Database.Database, path: string): void {
   let problems: string[]
   try {
@@ -58,7 +48,6 @@ export function refuseMalformed (db: Database.Database, path: string): void {
   throw new MalformedStoreError(path, problems.join('; '))
 }
 
-/** Whether a better-sqlite3 error says the file is not a sound database. */
 export function isMalformedError (err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   return typeof code === 'string' && (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB')

@@ -3,23 +3,16 @@ import { closeSync, fstatSync, openSync, readSync, realpathSync, renameSync, sta
 import type { StoreGoneReason } from '../../errors.js'
 
 /*
- * Knowing the file the store writes. A running store holds its database open by descriptor: if the
- * path is unlinked, moved or replaced, SQLite goes on writing into a file no later start will open,
- * and if the file is overwritten in place its log is copied into another database. StoreFile says
- * when the file at the path is no longer the one opened, with three system calls per check: a stat
- * of the database path and of its write-ahead log (same device and inode as when opened; the
- * descriptors held keep those inodes from being reused), and a read of the database header (SQLite's
- * magic string and this store's id, kept in the header's application_id field: the same across
- * checkpoints, different in every other store). See docs/explanation/durability.md.
+ * A running store holds its database open by descriptor: if the path is unlinked, moved or replaced,
+ * SQLite goes on writing into a file no later start opens, and a file overwritten in place would get
+ * this store's log. StoreFile tells when the file at the path is no longer the one opened (same
+ * inodes, and this store's id in the header's application_id). See docs/explanation/durability.md.
  */
 
-/** A file's identity: what stat says while the file is the same one. */
 export interface FileId { dev: number, ino: number }
 
-/** What a check found: why the file is no longer this store's, and the operator's words for it. */
 export interface Gone { reason: StoreGoneReason, what: string }
 
-/** Offset of the 32-bit application_id in SQLite's 100-byte database header. */
 const APPLICATION_ID_OFFSET = 68
 const HEADER_BYTES = 100
 const MAGIC = Buffer.from('SQLite format 3\0', 'latin1')
@@ -28,25 +21,18 @@ const idOf = (st: Stats): FileId => ({ dev: st.dev, ino: st.ino })
 const same = (a: FileId, b: FileId): boolean => a.dev === b.dev && a.ino === b.ino
 const shown = (id: FileId): string => `${id.dev}:${id.ino}`
 
-/** What a StoreFile needs to check a file another connection opened (the writer thread's). */
+/** Lets another connection (the writer thread's) check the same files. */
 export interface StoreFileIdentity { path: string, db: FileId, wal: FileId | undefined, shm: FileId | undefined, storeId: number }
 
 export class StoreFile {
   private readonly header = Buffer.alloc(HEADER_BYTES)
-  /**
-   * The store ids the header may show: this store's, and until a checkpoint has copied it into the
-   * file, the one the header had when the store was opened (0 in a store that had none yet).
-   */
+  /** This store's id, and the header's id at open until a checkpoint has replaced it (0 in a store that had none). */
   private accepted: Set<number>
 
   private constructor (readonly identity: StoreFileIdentity, private fd: number | undefined, idAtOpen: number | undefined) {
     this.accepted = new Set([identity.storeId, idAtOpen ?? identity.storeId])
   }
 
-  /**
-   * Takes the identity of the database at `path` (and of its -wal and -shm when `withWal`) as it is
-   * now, right after SQLite opened it: the files this store writes.
-   */
   static open (path: string, storeId: number, withWal: boolean): StoreFile {
     const real = realpathSync(path)
     const fd = openSync(real, 'r')
@@ -61,7 +47,7 @@ export class StoreFile {
     }
   }
 
-  /** Checks a store another connection opened (identity from StoreFile.open): gone at once when the path is another file already. */
+  /** Gone at once when the path is another file already. */
   static of (identity: StoreFileIdentity, idAtOpen: number | undefined): StoreFile {
     let fd: number | undefined
     try {
@@ -70,12 +56,10 @@ export class StoreFile {
     return new StoreFile(identity, fd, idAtOpen)
   }
 
-  /** The store ids the header may show now (for StoreFile.of in another thread). */
   get idAtOpen (): number | undefined {
     return [...this.accepted].find(id => id !== this.identity.storeId)
   }
 
-  /** The store id in the file's header, or undefined when it has no SQLite header. */
   private headerId (): number | undefined {
     if (this.fd === undefined) return undefined
     const n = readSync(this.fd, this.header, 0, HEADER_BYTES, 0)
@@ -83,7 +67,7 @@ export class StoreFile {
     return this.header.readInt32BE(APPLICATION_ID_OFFSET)
   }
 
-  /** Undefined while the files at the path are the ones opened and the header is this store's; else why not. */
+  /** Undefined while the files at the path are this store's; else why not. */
   check (): Gone | undefined {
     const { path, db, wal, storeId } = this.identity
     const now = statSync(path, { throwIfNoEntry: false })
@@ -105,11 +89,7 @@ export class StoreFile {
     return undefined
   }
 
-  /**
-   * Moves this store's -wal and -shm away from a path that is no longer its database's (when they
-   * are still there and still its own): a later start must not replay this log into another file.
-   * Returns the new name of the log, if it was moved.
-   */
+  /** Moves this store's -wal and -shm (if still its own) away from the path; returns the log's new name. */
   setAside (stamp: string): string | undefined {
     const { path, wal, shm } = this.identity
     let moved: string | undefined
@@ -130,7 +110,7 @@ export class StoreFile {
   }
 }
 
-/** A new store's id: a random positive 32-bit integer (0, SQLite's default application_id, is no store's). */
+/** 0, SQLite's default application_id, is no store's. */
 export function newStoreId (): number {
   return randomInt(1, 0x7fffffff)
 }

@@ -2,10 +2,10 @@ import type Database from 'better-sqlite3'
 import type { PetStatus } from '../../schemas/pets.js'
 import { scopesText } from '../../schemas/scopes.js'
 import { KEY_EXPORT_COLUMNS, type KeyExportRow, toKeyRecordLine } from '../rows.js'
+import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/contract.js'
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
-} from '../../services/transfer/format.js'
-import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer.js'
+} from '../transfer/records.js'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 

@@ -2,17 +2,11 @@ import { closeSync, fdatasync, fsyncSync, openSync, realpathSync } from 'node:fs
 import { dirname } from 'node:path'
 
 /**
- * The flush of a commit made on the event loop: fdatasync of the WAL file, on libuv's thread pool.
- *
- * The read connection commits the creates itself at synchronous=NORMAL: SQLite writes the
- * transaction's frames to the WAL and makes them visible, without waiting for the disk (NORMAL still
- * syncs the WAL header when the log restarts from its beginning, which its ordering needs). A batch
- * is acknowledged only once this flush, started after its commit returned, has completed: what
- * synchronous=FULL does at every commit, moved off the event loop. fsync works on the file, not the
- * descriptor, so this descriptor flushes what SQLite's own wrote.
- *
- * Once a flush fails, nothing after it can be trusted to reach the disk (Linux reports a writeback
- * error once and may drop the pages): the flusher stays failed and the store refuses writes.
+ * fdatasync of the WAL on libuv's thread pool: the commits run at synchronous=NORMAL on the event
+ * loop, and a batch is acknowledged only after this flush, started once its commit returned: FULL
+ * moved off the event loop. fsync works on the file, so this descriptor flushes what SQLite wrote.
+ * Once a flush fails nothing later can be trusted to reach the disk (Linux reports a writeback error
+ * once): the flusher stays failed and the store refuses writes.
  */
 export class WalFlush {
   private fd: number | undefined
@@ -21,13 +15,9 @@ export class WalFlush {
 
   constructor (private readonly dbPath: string) {}
 
-  /**
-   * Opens the WAL (the read connection has created it) and makes its directory entry durable: a
-   * WAL file created by this open was never synced, and SQLite syncs a new WAL's directory only on
-   * the WAL's first sync through its own connection.
-   */
+  /** Syncs the directory too: SQLite syncs a new WAL's directory entry only through its own connection. */
   open (): void {
-    // SQLite names the WAL after the database file's real path (symbolic links resolved).
+    // SQLite names the WAL after the real path.
     const real = realpathSync(this.dbPath)
     this.fd = openSync(`${real}-wal`, 'r+')
     const dir = openSync(dirname(real), 'r')
@@ -38,7 +28,6 @@ export class WalFlush {
     }
   }
 
-  /** The error of the flush that failed, once one has. */
   get error (): Error | undefined {
     return this.failed
   }
@@ -65,7 +54,6 @@ export class WalFlush {
     }
   }
 
-  /** Closes the descriptor once the flushes under way have completed. */
   async close (): Promise<void> {
     await Promise.allSettled([...this.pending])
     if (this.fd !== undefined) closeSync(this.fd)

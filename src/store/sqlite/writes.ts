@@ -3,9 +3,7 @@ import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, k
 import type { NewPet } from '../../schemas/pets.js'
 import { type IdemRecord, type IdemRow, toIdemRecord } from '../rows.js'
 
-/** The write transactions: creates on the store's own connection, the rest on the background thread. */
 export interface SqliteWrites {
-  /** Inserts the batch in one IMMEDIATE transaction, idempotency records with their pets; outcomes in order. */
   createPets (items: CreateItem[]): CreateOutcome[]
   touchApiKeys (entries: Array<[number, string]>): void
   purgeIdempotencyKeys (beforeMs: number): number
@@ -16,11 +14,10 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
   const findIdem = db.prepare(`SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = ? AND i.key = ?`)
   const deleteIdem = db.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ?')
-  // created_at in ms since the epoch (migration 2).
   const insertIdem = db.prepare('INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at) VALUES (?, ?, ?, ?, ?)')
   const purge = db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?')
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
-  // The one writer SQLite allows, taken at BEGIN IMMEDIATE, is the lock the batch needs (see creates.ts).
+  // BEGIN IMMEDIATE takes the one writer: the lock the batch needs (see creates.ts).
   const createPets = db.transaction((items: CreateItem[]) => {
     const found = new Map<string, IdemRecord>()
     for (const idem of idempotencyKeys(items)) {
@@ -43,15 +40,12 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
   }
 }
 
-/** The most rows one INSERT statement takes: batches are cut into chunks of 64, 32, … 1 rows. */
 const CHUNK = 64
 
 /**
- * Inserts pets in order and answers their ids. One multi-row INSERT per chunk costs about half as
- * much per row as a statement per row. SQLite inserts a VALUES list in order, and the one writer
- * draws each AUTOINCREMENT id as the previous one plus one, so a chunk's ids are the consecutive run
- * ending at its lastInsertRowid (a bigint under safe integers; cheaper than RETURNING, whose row
- * order SQLite leaves unspecified).
+ * A multi-row INSERT per chunk. SQLite inserts a VALUES list in order and the one writer draws each
+ * AUTOINCREMENT id as the previous plus one, so a chunk's ids end at lastInsertRowid (RETURNING's
+ * row order is unspecified).
  */
 function multiRowInsert (db: Database.Database): (pets: NewPet[]) => bigint[] {
   const statements = new Map<number, Database.Statement>()

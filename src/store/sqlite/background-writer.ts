@@ -1,0 +1,111 @@
+import { Worker } from 'node:worker_threads'
+import { type StoreGoneError, StoreUnavailableError } from '../../errors.js'
+import type { SynchronousLevel } from './connection.js'
+import type { Gone, StoreFileIdentity } from './store-file.js'
+import type { WriterOp, WriterResponse } from './writer-worker.js'
+
+// Set by the production bundle (scripts/bundle.mjs).
+declare const PETSTORE_WRITER_ENTRY: string | undefined
+
+/** Beside this module, or the bundle's compiled file; under tsx the thread registers tsx first. */
+function writerEntry (): URL {
+  if (typeof PETSTORE_WRITER_ENTRY === 'string') return new URL(PETSTORE_WRITER_ENTRY, import.meta.url)
+  return new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+}
+
+/** Started by start() or the first write; if it cannot start, requests fail as unavailable. */
+export class WorkerWriter {
+  private worker: Worker | undefined
+  private nextId = 1
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
+  private dead: Error | undefined
+  private closed = false
+  private up: { promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void } | undefined
+
+  constructor (
+    private readonly path: string,
+    private readonly synchronous: SynchronousLevel,
+    private readonly file: { identity: StoreFileIdentity, idAtOpen: number | undefined },
+    private readonly onGone: (found: Gone) => StoreGoneError
+  ) {}
+
+  start (): Worker {
+    if (this.worker !== undefined) return this.worker
+    const entry = writerEntry()
+    const workerData = { path: this.path, synchronous: this.synchronous, file: this.file }
+    const worker = entry.pathname.endsWith('.ts')
+      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData })
+      : new Worker(entry, { workerData })
+    let settle!: Pick<NonNullable<typeof this.up>, 'resolve' | 'reject'>
+    const promise = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
+    promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
+    this.up = { promise, ...settle }
+    worker.on('message', (res: WriterResponse) => this.settle(res))
+    worker.on('error', (err) => this.fail(err))
+    worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
+    this.worker = worker
+    return worker
+  }
+
+  stopped (): StoreUnavailableError | undefined {
+    if (this.dead !== undefined) return new StoreUnavailableError('the database writer stopped', { cause: this.dead })
+    if (this.closed) return new StoreUnavailableError('the database writer stopped')
+    return undefined
+  }
+
+  run<T> (req: WriterOp): Promise<T> {
+    const stopped = this.stopped()
+    if (stopped !== undefined) return Promise.reject(stopped)
+    const worker = this.start()
+    const id = this.nextId++
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      worker.postMessage({ ...req, id })
+    })
+  }
+
+  /** StoreUnavailableError once stopped, or while still starting after `waitMs`. */
+  async ready (waitMs: number): Promise<void> {
+    if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
+    this.start()
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((resolve, reject) => {
+      timer = setTimeout(() => reject(new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)), waitMs)
+    })
+    try {
+      await Promise.race([this.up!.promise, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  private settle (res: WriterResponse): void {
+    if ('ready' in res) {
+      this.up?.resolve()
+      return
+    }
+    const p = this.pending.get(res.id)
+    if (p === undefined) return
+    this.pending.delete(res.id)
+    if (res.ok) p.resolve(res.result)
+    else if (res.gone !== undefined) p.reject(this.onGone(res.gone))
+    else if (res.unavailable) p.reject(new StoreUnavailableError(`the database refused the write (${res.code ?? 'error'})`))
+    else p.reject(Object.assign(new Error(res.message), { code: res.code }))
+  }
+
+  private fail (err: Error): void {
+    this.dead ??= err
+    this.up?.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
+    for (const p of this.pending.values()) p.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
+    this.pending.clear()
+  }
+
+  async close (): Promise<void> {
+    this.closed = true
+    const worker = this.worker
+    if (worker === undefined || this.dead !== undefined) return
+    const exited = new Promise(resolve => worker.once('exit', resolve))
+    worker.postMessage({ op: 'close' })
+    await exited
+  }
+}
