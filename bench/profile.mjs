@@ -1,6 +1,7 @@
-// `npm run bench:profile -- list|get|create [seconds]`: runs one scenario against the production
+// `npm run bench:profile -- list|get|create [seconds] [--cors]`: runs one scenario against the production
 // build started with `node --cpu-prof`, and leaves the .cpuprofile under bench/results/profiles/
 // (open it in Chrome DevTools → Performance, or summarise it with bench/profile-summary.mjs).
+// With --cors, the service allows one browser origin (CORS_ORIGINS) and every request carries it.
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
@@ -14,8 +15,11 @@ const { openSqlite } = await import(join(ROOT, 'dist/store/sqlite/connection.js'
 const { migrateSqlite } = await import(join(ROOT, 'dist/store/sqlite/migrations.js'))
 const { hashApiKey } = await import(join(ROOT, 'dist/services/api-keys.js'))
 
-const scenario = process.argv[2] ?? 'list'
-const seconds = Number(process.argv[3] ?? 10)
+const args = process.argv.slice(2)
+const cors = args.includes('--cors')
+const [scenario = 'list', secondsArg = '10'] = args.filter(a => a !== '--cors')
+const seconds = Number(secondsArg)
+const ORIGIN = 'https://app.example.com'
 const KEY = 'psk_' + 'p'.repeat(43)
 const specs = {
   list: { path: '/v1/pets?limit=20' },
@@ -37,17 +41,17 @@ db.close()
 const outDir = join(ROOT, 'bench/results/profiles')
 mkdirSync(outDir, { recursive: true })
 const port = 20000 + Math.floor(Math.random() * 20000)
-const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${scenario}-${Date.now()}.cpuprofile`, join(ROOT, 'dist/server.js')], {
+const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${scenario}${cors ? '-cors' : ''}-${Date.now()}.cpuprofile`, join(ROOT, 'dist/server.js')], {
   stdio: ['ignore', 'ignore', 'inherit'],
-  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0' }
+  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0', ...(cors ? { CORS_ORIGINS: ORIGIN } : {}) }
 })
 for (;;) {
   const ok = await new Promise(resolve => request({ host: '127.0.0.1', port, path: '/readyz' }, res => { res.resume(); resolve(res.statusCode === 200) }).on('error', () => resolve(false)).end())
   if (ok) break
   await new Promise(resolve => setTimeout(resolve, 20))
 }
-const res = await autocannon({ url: `http://127.0.0.1:${port}${spec.path}`, method: spec.method ?? 'GET', body: spec.body, headers: { authorization: `Bearer ${KEY}`, ...spec.headers }, connections: 64, duration: seconds })
-process.stderr.write(`${scenario}: ${Math.round(res.requests.total / res.duration)} req/s, non-2xx ${res.non2xx}\n`)
+const res = await autocannon({ url: `http://127.0.0.1:${port}${spec.path}`, method: spec.method ?? 'GET', body: spec.body, headers: { authorization: `Bearer ${KEY}`, ...(cors ? { origin: ORIGIN } : {}), ...spec.headers }, connections: 64, duration: seconds })
+process.stderr.write(`${scenario}${cors ? ' (CORS)' : ''}: ${Math.round(res.requests.total / res.duration)} req/s, non-2xx ${res.non2xx}\n`)
 await new Promise(resolve => { child.once('exit', resolve); child.kill('SIGTERM') })
 rmSync(tmp, { recursive: true, force: true })
-process.stdout.write(`${readdirSync(outDir).filter(f => f.startsWith(scenario)).sort().map(f => join(outDir, f)).at(-1)}\n`)
+process.stdout.write(`${readdirSync(outDir).filter(f => new RegExp(`^${scenario}${cors ? '-cors' : ''}-\\d+\\.cpuprofile$`).test(f)).sort().map(f => join(outDir, f)).at(-1)}\n`)

@@ -5,17 +5,23 @@
  * proxy and another here. RFC 9110 §5.3 forbids repeating a field that is not a list; RFC 9112 §3.2
  * requires 400 for a repeated Host. Content-Length is refused by Node's parser itself.
  */
-const SINGLETONS = new Set(['host', 'authorization', 'content-type'])
+const SINGLETONS = ['host', 'authorization', 'content-type']
+const SINGLETON_LENGTHS = new Set(SINGLETONS.map(name => name.length))
 
-/** The first singleton header name the raw header list repeats, lower case; undefined when none is. */
+/**
+ * The first singleton header name the raw header list repeats, lower case; undefined when none is.
+ * Runs on every request: a name is lower-cased only when its length is a singleton's, and the
+ * singletons seen are kept as bits, not in a list made per request.
+ */
 export function repeatedSingleton (rawHeaders: readonly string[]): string | undefined {
-  let seen: string[] | undefined
+  let seen = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!.toLowerCase()
-    if (!SINGLETONS.has(name)) continue
-    seen ??= []
-    if (seen.includes(name)) return name
-    seen.push(name)
+    const raw = rawHeaders[i]!
+    if (!SINGLETON_LENGTHS.has(raw.length)) continue
+    const s = SINGLETONS.indexOf(raw.toLowerCase())
+    if (s === -1) continue
+    if ((seen & (1 << s)) !== 0) return SINGLETONS[s]
+    seen |= 1 << s
   }
   return undefined
 }

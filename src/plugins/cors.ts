@@ -2,8 +2,13 @@ import fastifyCors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 
-/** Headers a browser client may read. */
-const EXPOSED_HEADERS = ['Link', 'Location', 'ETag', 'Deprecation', 'Sunset', 'Retry-After', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed']
+/**
+ * Headers a browser client may read. The three lists are given to the library as the header values
+ * themselves: an array it would join again for every response.
+ */
+const EXPOSED_HEADERS = ['Link', 'Location', 'ETag', 'Deprecation', 'Sunset', 'Retry-After', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed'].join(', ')
+const METHODS = ['GET', 'POST'].join(', ')
+const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'X-Request-Id'].join(', ')
 
 /**
  * CORS for the browser origins in CORS_ORIGINS (none: CORS off, no Access-Control headers and no
@@ -13,8 +18,8 @@ async function cors (app: FastifyInstance, opts: { origins: readonly string[] })
   if (opts.origins.length === 0) return
   await app.register(fastifyCors, {
     origin: [...opts.origins],
-    methods: ['GET', 'POST'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'X-Request-Id'],
+    methods: METHODS,
+    allowedHeaders: ALLOWED_HEADERS,
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600
   })

@@ -34,6 +34,9 @@ export function validHost (value: string): boolean {
   return true
 }
 
+/** The last Host value found valid: clients of one server send the same one request after request. */
+let lastValidHost: string | undefined
+
 /** The transfer codings of a Transfer-Encoding field value, lower case, as listed. */
 function transferCodings (value: string): string[] {
   return value.split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '')
@@ -61,8 +64,9 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
   const host = req.headers.host
   if (host === undefined) {
     if (req.httpVersion === '1.1') return new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')
-  } else if (!validHost(host)) {
-    return new ApiError('bad_request', 'the Host header must be a host name or address with an optional port (RFC 3986 uri-host [":" port])')
+  } else if (host !== lastValidHost) {
+    if (!validHost(host)) return new ApiError('bad_request', 'the Host header must be a host name or address with an optional port (RFC 3986 uri-host [":" port])')
+    lastValidHost = host
   }
   const repeated = repeatedSingleton(req.rawHeaders)
   if (repeated !== undefined) return new ApiError('bad_request', `the ${repeated} header must be sent once`)

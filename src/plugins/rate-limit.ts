@@ -144,7 +144,7 @@ export class RateLimits {
    */
   admitsAtOnce (keyId: number, now: number): boolean {
     if (!this.inMemory || (this.blocked.size > 0 && now < this.blockedUntil)) return false
-    return this.keyWindows === undefined || !verdict(this.keyMax, this.keyWindows.peek(keyWindow(keyId), now)).exceeded
+    return this.keyWindows === undefined || this.keyWindows.peek(keyWindow(keyId), now).current <= this.keyMax
   }
 
   /** For a request admitsAtOnce let through: counts it against its key and sets the headers countKeyUse sets. */
@@ -175,8 +175,20 @@ export class RateLimits {
   }
 }
 
-/** The window of an API key's requests. */
-const keyWindow = (keyId: number): string => `key:${keyId}`
+/**
+ * The window of an API key's requests. Each key's name is made once: a name made per request is a
+ * new string, allocated and then hashed again by every Map lookup it is used for.
+ */
+const keyWindowNames = new Map<number, string>()
+function keyWindow (keyId: number): string {
+  let name = keyWindowNames.get(keyId)
+  if (name === undefined) {
+    if (keyWindowNames.size >= 10000) keyWindowNames.clear()
+    name = `key:${keyId}`
+    keyWindowNames.set(keyId, name)
+  }
+  return name
+}
 
 /** The one place the RateLimit-Policy and RateLimit headers are set: the limit's policy, what is left, and the seconds until its window ends. */
 function limitHeaders (reply: FastifyReply, policy: string, limit: 'key' | 'address', remaining: number, ttlMs: number): void {
