@@ -48,7 +48,7 @@ for (const [name, dist, env] of sides) {
   copyFileSync(dbPath, own)
   const child = session.spawn(process.execPath, [...(process.env.AB_NODE_ARGS ?? '').split(' ').filter(Boolean), join(dist, 'server.js')], {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DELAY_MS: '0', DATABASE_URL: `sqlite:${own}`, LOG_LEVEL: 'info', ...env }
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0', DATABASE_URL: `sqlite:${own}`, LOG_LEVEL: 'info', ...env }
   })
   await waitReady(port, '/readyz', 30000, child)
   servers.push({ name, child, port, requests: 0 })

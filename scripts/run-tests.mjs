@@ -35,9 +35,9 @@ function walk (dir) {
 
 const LOCAL_IMPORT = /(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g
 /** Names a test or helper uses only when it reaches a PostgreSQL store. */
-const NEEDS_POSTGRES = /\b(STORES|PG_ROUTES|testClusterUrl|testPoolerUrl|createTestDatabase|testDatabaseUrl|createDatabaseOn|PETSTORE_TEST_PG(BOUNCER)?_URL)\b/
+const NEEDS_POSTGRES = /\b(STORES|PG_ROUTES|testClusterUrl|testPoolerUrl|createTestDatabase|testDatabaseUrl|createDatabaseOn|PETSTORE_TEST_PG(BOUNCER)?_URL)\b|store: '(postgres|pgbouncer)'/
 /** A path into the build's output: dist/ of the service or of the client package. */
-const NEEDS_BUILD = /\bdist\//
+const NEEDS_BUILD = /\bdist\/|'dist'/
 
 /** The texts of a test file and of every test/ file it imports, transitively (test/helpers/app.ts's own text left out: its PostgreSQL use depends on what its caller passes). */
 function textsOf (file, seen = new Set()) {

@@ -34,7 +34,7 @@ describe('loadConfig', () => {
     assert.equal(now.shutdownDrainMs, 2500)
     assert.deepEqual(now.renamedSettings, [])
     assert.equal(loadConfig({}, '/x').shutdownDrainMs, 5000)
-    assert.throws(() => loadConfig({ SHUTDOWN_DELAY_MS: 'x' }, '/x'), (e: unknown) => e instanceof ConfigError && /SHUTDOWN_DRAIN_MS/.test(e.message))
+    assert.throws(() => loadConfig({ SHUTDOWN_DELAY_MS: 'x' }, '/x'), (e: unknown) => e instanceof ConfigError && /^SHUTDOWN_DRAIN_MS \(set as SHUTDOWN_DELAY_MS\): /.test(e.message))
     assert.throws(() => loadConfig({ SHUTDOWN_DELAY_MS: '1', SHUTDOWN_DRAIN_MS: '1' }, '/x'), (e: unknown) => e instanceof ConfigError && /SHUTDOWN_DELAY_MS: renamed SHUTDOWN_DRAIN_MS/.test(e.message))
   })
 

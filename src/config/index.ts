@@ -248,7 +248,11 @@ function withRenamedSettings (env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv,
 export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
   const { env, renamedSettings } = withRenamedSettings(given)
   const { values, errors } = checkEnv(EnvSchema, env)
-  if (errors.length > 0) throw new ConfigError(errors.join(', '))
+  if (errors.length > 0) {
+    // A bad value given under an old name is named as the user wrote it.
+    const named = errors.map(e => renamedSettings.reduce((m, [old, now]) => m.startsWith(`${now}:`) ? `${now} (set as ${old})${m.slice(now.length)}` : m, e))
+    throw new ConfigError(named.join(', '))
+  }
   const e = values as Env
   if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) throw new ConfigError(`HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${e.REQUEST_TIMEOUT_MS})`)
   // Unset: the project's own database, from any directory; a relative path given: the working directory's.

@@ -24,8 +24,13 @@ export function ifMatchHolds (header: string, etag: string): boolean {
 }
 
 export function varyOnCoding (reply: FastifyReply): void {
+  varyOn(reply, 'Accept-Encoding')
+}
+
+/** Adds `name` to Vary, after what is there (CORS's `Origin`). */
+export function varyOn (reply: FastifyReply, name: string): void {
   const vary = reply.getHeader('vary')
-  reply.header('vary', vary === undefined ? 'Accept-Encoding' : `${String(vary)}, Accept-Encoding`)
+  reply.header('vary', vary === undefined ? name : `${String(vary)}, ${name}`)
 }
 
 // A create's target is the collection, which has no tag that changes with it; a precondition is refused,

@@ -1,6 +1,7 @@
 import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
+import { varyOn } from '../http/etag.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { errorResponses, Headers } from '../schemas/responses.js'
 
@@ -63,7 +64,7 @@ export default async function rootRoutes (app: FastifyInstance): Promise<void> {
       }
     }
   }, async (request, reply) => {
-    reply.header('vary', 'Accept')
+    varyOn(reply, 'Accept')
     const accept = request.headers.accept
     if (accept !== undefined && negotiate(accept, OFFERED) === 'text/html') return reply.type(HTML_TYPE).send(PAGE)
     return reply.type(JSON_TYPE).send(INDEX)

@@ -13,7 +13,7 @@ const SERVER = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
 const CLI = fileURLToPath(new URL('../../dist/cli/index.js', import.meta.url))
 
 function assertBuilt (): void {
-  if (!existsSync(SERVER) || !existsSync(CLI)) throw new Error('dist/ is missing: run `npm run build` (npm test does it in pretest)')
+  if (!existsSync(SERVER) || !existsSync(CLI)) throw new Error('dist/ is missing: run `npm run build` (npm test builds when a chosen file needs dist/)')
 }
 
 /** A clean environment for a child: nothing of ours leaks in from the shell running the tests. */

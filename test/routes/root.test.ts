@@ -39,6 +39,14 @@ describe('GET /', () => {
     }
   })
 
+  it('keeps CORS\'s Origin in Vary, before Accept', async (t) => {
+    const ta = await buildTestApp(t, { store: 'sqlite', env: { CORS_ORIGINS: 'https://app.example' } })
+    const res = await ta.app.inject({ url: '/', headers: { origin: 'https://app.example', accept: 'text/html' } })
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers.vary, 'Origin, Accept')
+    assert.equal(res.headers['access-control-allow-origin'], 'https://app.example')
+  })
+
   it('is described by the OpenAPI document', async (t) => {
     const ta = await buildTestApp(t, { store: 'sqlite' })
     const doc = (await ta.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, { get?: { operationId?: string } }> }
