@@ -10,7 +10,7 @@ import { copyFileSync, readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import { DIST, cpuSeconds, freePort, scratch, stop, waitReady } from './lib.mjs'
+import { DIST, cpuSeconds, freePort, scratch, smallStore, stop, waitReady } from './lib.mjs'
 import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
 
 const rounds = Number(process.argv[2] ?? 4)
@@ -19,17 +19,9 @@ const which = process.argv[4] ?? 'get'
 const path = which === 'list' ? '/v1/pets?limit=20' : '/v1/pets/500'
 spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
 const session = scratch('petstore-ab-', { wrap: (cmd, args) => ['taskset', ['-c', '0', cmd, ...args]] })
-const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
-const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
-const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
 const KEY = 'psk_' + 'b'.repeat(43)
 const dbPath = join(session.tmp, 'ab.db')
-const db = openSqlite(dbPath, 'OFF')
-migrateSqlite(db)
-db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)').run('ab', hashApiKey(KEY), new Date().toISOString())
-db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000)
-  INSERT INTO pets (name, category_id, status) SELECT 'pet-' || x, x % 97, 'available' FROM n`).run()
-db.close()
+await smallStore(dbPath, KEY)
 
 const sink = await startOtlpSink()
 const tracingOn = { ...featureEnvs(sink.url)['tracing on'], ...JSON.parse(process.env.AB_TRACING_ENV ?? '{}') }

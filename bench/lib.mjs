@@ -157,6 +157,19 @@ export function cpuSeconds (pids) {
  * @param {string} adminUrl @param {string} name @param {string} keyHash
  * @param {(client: pg.Client) => Promise<void>} [seed]
  */
+/** A SQLite store of 1,000 pets and one key (`key`, named `name`) at `dbPath`, from the built dist/. */
+export async function smallStore (dbPath, key, name = 'bench') {
+  const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
+  const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
+  const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
+  const db = openSqlite(dbPath, 'OFF')
+  migrateSqlite(db)
+  db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)').run(name, hashApiKey(key), new Date().toISOString())
+  db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000)
+  INSERT INTO pets (name, category_id, status) SELECT 'pet-' || x, x % 97, 'available' FROM n`).run()
+  db.close()
+}
+
 export async function createDatabase (adminUrl, name, keyHash, seed) {
   const { migratePostgres } = await import(join(DIST, 'store/postgres/migrations.js'))
   const admin = new pg.Client({ connectionString: adminUrl })

@@ -9,11 +9,9 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { smallStore } from './lib.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
-const { openSqlite } = await import(join(ROOT, 'dist/store/sqlite/connection.js'))
-const { migrateSqlite } = await import(join(ROOT, 'dist/store/sqlite/migrations.js'))
-const { hashApiKey } = await import(join(ROOT, 'dist/services/api-keys.js'))
 
 const args = process.argv.slice(2)
 const cors = args.includes('--cors')
@@ -31,12 +29,7 @@ if (spec === undefined) throw new Error(`unknown scenario ${scenario}; one of ${
 
 const tmp = mkdtempSync(join(tmpdir(), 'petstore-profile-'))
 const dbPath = join(tmp, 'p.db')
-const db = openSqlite(dbPath, 'OFF')
-migrateSqlite(db)
-db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)').run('profile', hashApiKey(KEY), new Date().toISOString())
-db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000)
-  INSERT INTO pets (name, category_id, status) SELECT 'pet-' || x, x % 97, 'available' FROM n`).run()
-db.close()
+await smallStore(dbPath, KEY, 'profile')
 
 const outDir = join(ROOT, 'bench/results/profiles')
 mkdirSync(outDir, { recursive: true })
