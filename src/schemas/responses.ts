@@ -14,7 +14,7 @@ export interface HeaderSchema {
   'x-required'?: boolean
 }
 
-export const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'description'> = {}): HeaderSchema =>
+const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'description'> = {}): HeaderSchema =>
   ({ type: 'string', description, ...extra })
 
 export const Headers = {
