@@ -23,7 +23,7 @@ requireBuild()
 const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
 const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
 const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
-const { loadConfig } = await import(join(DIST, 'config.js'))
+const { loadConfig } = await import(join(DIST, 'config/index.js'))
 /** The read cache's budget the service runs with (READ_CACHE_MAX_MB's default), in MiB. */
 const CACHE_MIB = loadConfig({}).readCacheMaxBytes / 1048576
 
