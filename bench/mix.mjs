@@ -314,9 +314,16 @@ const load1 = loadavg()
 const byLabel = (prefix) => rows.find(r => r.label.startsWith(prefix))
 const targets = [
   { name: 'SQLite, Zipf ids: per CPU', row: byLabel('SQLite'), bound: 0.6 },
-  { name: 'SQLite, uniform ids: per CPU', row: rows.find(r => r.label.startsWith('SQLite') && r.label.endsWith('uniform')), bound: 0.5 },
-  { name: 'PostgreSQL, Zipf ids: per CPU (service process)', row: byLabel('PostgreSQL'), bound: 0.5 }
-].map(t => ({ name: t.name, value: t.row?.cpuRatio ?? NaN, bound: t.bound, met: (t.row?.cpuRatio ?? 0) >= t.bound && t.row?.errors === 0 }))
+  { name: 'SQLite, uniform ids: per CPU', row: rows.find(r => r.label.startsWith('SQLite') && r.label.endsWith('uniform')), bound: 0.55 },
+  { name: 'PostgreSQL, Zipf ids: per CPU (service process)', row: byLabel('PostgreSQL'), bound: 0.55 }
+].map(t => ({ name: t.name, value: t.row?.cpuRatio ?? NaN, bound: `≥ ${t.bound}`, met: (t.row?.cpuRatio ?? 0) >= t.bound && t.row?.errors === 0 }))
+// Tracing's cost: the per-CPU ratios to the same limit, tracing off over on (drift between the two runs hits the limit too).
+const plainZipf = byLabel('SQLite')
+const tracedZipf = rows.find(r => r.label.endsWith('zipf, tracing on'))
+if (plainZipf !== undefined && tracedZipf !== undefined) {
+  const cost = plainZipf.cpuRatio / tracedZipf.cpuRatio - 1
+  targets.push({ name: `SQLite, Zipf ids: tracing on costs ≤ 15% per CPU (service ${fmt(tracedZipf.service.cpu)} vs ${fmt(plainZipf.service.cpu)} µs/req)`, value: cost, bound: '≤ 0.15', met: cost <= 0.15 && tracedZipf.errors === 0 })
+}
 const loadText = (l) => l.map(x => x.toFixed(2)).join(' / ')
 /** Peak RSS under the uniform mix on the big store, with the read cache (its default budget) and without. */
 function memoryLine () {
@@ -339,7 +346,7 @@ const md = [
   '',
   '| target | measured | bound | met |',
   '|---|---:|---:|:-:|',
-  ...targets.map(t => `| ${t.name} | ${fmt(t.value, 2)} | ≥ ${t.bound} | ${t.met ? 'yes' : '**no**'} |`),
+  ...targets.map(t => `| ${t.name} | ${fmt(t.value, 2)} | ${t.bound} | ${t.met ? 'yes' : '**no**'} |`),
   '',
   ...memoryLine(),
 ].join('\n')
