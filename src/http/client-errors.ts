@@ -54,33 +54,40 @@ function toClientError (err: ParserError): ApiError {
   return new ApiError('bad_request', 'the request is not valid HTTP/1.1 (request line, header or framing)')
 }
 
-const responses = Symbol('petstore.responses')
-type TrackedSocket = Socket & { [responses]?: Response[] }
+const inLine = Symbol('petstore.responsesInLine')
+/** A socket's responses not yet closed, in order; a response holds its socket's list too. */
+type InLine = { [inLine]?: Response[] }
 
 /**
  * A server 'request' listener, prepended so it sees every request before it is answered: keeps, per
  * socket, the responses not yet closed, in the order Node writes them (one at a time, each after the
  * one before it finished). Node keeps no public record of them; the clientError handler needs the
- * list to answer after them.
+ * list to answer after them. The response keeps the list itself: `request.socket` may be null by
+ * the time it closes.
  */
 export function trackResponse (request: IncomingMessage, res: Response): void {
-  const socket = request.socket as TrackedSocket
-  const open = socket[responses]
-  if (open === undefined) socket[responses] = [res]
-  else open.push(res)
+  const socket = request.socket as Socket & InLine
+  let open = socket[inLine]
+  if (open === undefined) {
+    open = []
+    socket[inLine] = open
+  }
+  open.push(res)
+  ;(res as Response & InLine)[inLine] = open
   res.on('close', forgetResponse)
 }
 
-function forgetResponse (this: Response): void {
-  const open = (this.req.socket as TrackedSocket)[responses]
+function forgetResponse (this: Response & InLine): void {
+  const open = this[inLine]
   if (open === undefined) return
+  this[inLine] = undefined
   const i = open.indexOf(this)
   if (i !== -1) open.splice(i, 1)
 }
 
 /** The response Node is writing on this socket right now, if any: the first one not finished. */
 function responseInFlight (socket: Socket): Response | undefined {
-  return (socket as TrackedSocket)[responses]?.find(res => !res.writableFinished)
+  return (socket as Socket & InLine)[inLine]?.find(res => !res.writableFinished)
 }
 
 /**
