@@ -61,7 +61,10 @@ for (const svc of servers) await run(svc, 2)
 const results = servers.map(() => [])
 for (let i = 0; i < rounds; i++) {
   const line = []
-  for (const [j, svc] of servers.entries()) {
+  // Each round starts one side later: no side always runs first, or last, in a round.
+  for (let k = 0; k < servers.length; k++) {
+    const j = (k + i) % servers.length
+    const svc = servers[j]
     const us = await run(svc, seconds)
     results[j].push(us)
     line.push(`${svc.name} ${us.toFixed(1)}`)

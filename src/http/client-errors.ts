@@ -54,16 +54,40 @@ function toClientError (err: ParserError): ApiError {
   return new ApiError('bad_request', 'the request is not valid HTTP/1.1 (request line, header or framing)')
 }
 
-type SocketWithResponse = Socket & { _httpMessage?: Response | null }
+const inLine = Symbol('petstore.responsesInLine')
+/** A socket's responses not yet closed, in order; a response holds its socket's list too. */
+type InLine = { [inLine]?: Response[] }
 
 /**
- * The response Node is writing on this socket right now, if any. Node keeps it as `_httpMessage`
- * (its own clientError fallback reads the same field); pipelined responses still queued behind it
- * are attached to the socket, one after the other, as each one before them finishes.
+ * A server 'request' listener, prepended so it sees every request before it is answered: keeps, per
+ * socket, the responses not yet closed, in the order Node writes them (one at a time, each after the
+ * one before it finished). Node keeps no public record of them; the clientError handler needs the
+ * list to answer after them. The response keeps the list itself: `request.socket` may be null by
+ * the time it closes.
  */
+export function trackResponse (request: IncomingMessage, res: Response): void {
+  const socket = request.socket as Socket & InLine
+  let open = socket[inLine]
+  if (open === undefined) {
+    open = []
+    socket[inLine] = open
+  }
+  open.push(res)
+  ;(res as Response & InLine)[inLine] = open
+  res.on('close', forgetResponse)
+}
+
+function forgetResponse (this: Response & InLine): void {
+  const open = this[inLine]
+  if (open === undefined) return
+  this[inLine] = undefined
+  const i = open.indexOf(this)
+  if (i !== -1) open.splice(i, 1)
+}
+
+/** The response Node is writing on this socket right now, if any: the first one not finished. */
 function responseInFlight (socket: Socket): Response | undefined {
-  const res = (socket as SocketWithResponse)._httpMessage
-  return res === null || res === undefined || res.writableFinished ? undefined : res
+  return (socket as Socket & InLine)[inLine]?.find(res => !res.writableFinished)
 }
 
 /**
@@ -80,10 +104,11 @@ function afterCompleteRequests (socket: Socket, then: () => void): void {
   }
   if (!res.req.complete && !res.headersSent) {
     res.detachSocket(socket)
+    forgetResponse.call(res)
     then()
     return
   }
-  // 'close' comes after Node attached the next queued response, if one is waiting.
+  // After forgetResponse: the next response in line, if one is waiting, is then the first.
   res.once('close', () => { afterCompleteRequests(socket, then) })
 }
 

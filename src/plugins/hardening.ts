@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
-import { connectAsRequest, MAX_TARGET_LENGTH, uriTooLong } from '../http/client-errors.js'
+import { connectAsRequest, MAX_TARGET_LENGTH, trackResponse, uriTooLong } from '../http/client-errors.js'
 import { repeatedSingleton } from '../http/repeated-headers.js'
 
 /** Browsers take a response's Content-Type as it is, never guessing another from the body. */
@@ -81,7 +81,8 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
 
 /**
  * Hardening at the edge of every request: `X-Content-Type-Options: nosniff` on every response, the
- * edge rules above, and CONNECT routed like any other method instead of a dropped connection.
+ * edge rules above, CONNECT routed like any other method instead of a dropped connection, and the
+ * responses in line on each connection kept for the clientError handler (client-errors.ts).
  */
 async function hardening (app: FastifyInstance): Promise<void> {
   app.checkOnArrival('edge', (request, reply) => {
@@ -94,8 +95,11 @@ async function hardening (app: FastifyInstance): Promise<void> {
   })
   const onConnect = connectAsRequest(app)
   app.server.on('connect', onConnect)
+  // Before Fastify's own listener: the clientError handler answers after the responses in line.
+  app.server.prependListener('request', trackResponse)
   app.addHook('onClose', (_app, done) => {
     app.server.off('connect', onConnect)
+    app.server.off('request', trackResponse)
     done()
   })
 }
