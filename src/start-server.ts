@@ -10,7 +10,7 @@ import { systemClock } from './runtime/clock.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
 import { startStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
-import { hasBackgroundWriter } from './store/store.js'
+import { hasBackgroundWriter, isOpening } from './store/store.js'
 import { StoreOpeningError } from './errors.js'
 import { startTracing, type Tracing } from './observability/tracing.js'
 
@@ -42,6 +42,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
 
   let store: Store
+  const opening = performance.now()
   try {
     store = await startStore(config, storeOptions)
     if (tracing !== undefined) store = tracing.traceStore(store)
@@ -103,6 +104,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await log.end()
     return cannotStart(err, config)
   }
+  app.log.info(isOpening(store) ? { storeOpenMs: Math.round(performance.now() - opening) } : {}, SERVING_LINE)
   // The SQLite checkpoint thread boots beside the first requests, not before them.
   if (hasBackgroundWriter(store)) store.startWriter()
   try {
@@ -126,6 +128,9 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     }
   }
 }
+
+/** Logged once the store is open (on SQLite: checked, then migrated) and /v1 is served. */
+export const SERVING_LINE = 'serving /v1: the store is open'
 
 /** A start-up failure: one line on stderr (cause and setting; never a stack or a password), exit 1. */
 function cannotStart (err: unknown, config?: Readonly<Config>): never {
