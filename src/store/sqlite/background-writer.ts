@@ -15,9 +15,15 @@ export function startThread (name: 'writer-worker' | 'check-worker', workerData:
   const entry = typeof PETSTORE_SQLITE_THREADS === 'string'
     ? new URL(`${PETSTORE_SQLITE_THREADS}${name}.js`, import.meta.url)
     : new URL(`./${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+  // A thread takes the process's flags, but its entry is a file: a process started with
+  // `node --input-type=module -e …` (benchmarks, tests) would fail every thread. Given explicitly,
+  // the flags are checked as a thread's (a process-wide one is refused): only when that one is there.
+  const execArgv = process.execArgv.some(flag => flag.startsWith('--input-type'))
+    ? process.execArgv.filter(flag => !flag.startsWith('--input-type'))
+    : undefined
   return entry.pathname.endsWith('.ts')
-    ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData })
-    : new Worker(entry, { workerData })
+    ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData, execArgv })
+    : new Worker(entry, { workerData, execArgv })
 }
 
 /** Started by start() or the first write; if it cannot start, requests fail as unavailable. */

@@ -56,27 +56,23 @@ export function checkInThread (path: string): CheckThread {
 /**
  * The store a start serves with while its file is checked: each member answers StoreOpeningError
  * until `open` has made the store, then is that store's. `open` is told whether the store is still
- * wanted (not closed meanwhile) before it writes anything.
+ * wanted (not closed meanwhile) before it writes anything. What changes is held in one object that
+ * the members mutate and never replace: a wrapper of the store made with Object.create (tracing's)
+ * calls them with itself as `this`.
  */
 export class OpeningSqliteStore implements OpenedSqlite, Opening {
   readonly kind = 'sqlite' as const
   readonly opened: Promise<void>
-  private store: OpenedSqlite | undefined
-  private closing = false
-  private writerWanted = false
-  private readonly goneListeners: Array<Parameters<GoneNotices['onGone']>[0]> = []
+  private readonly state: { store?: OpenedSqlite, closing: boolean } = { closing: false }
 
   constructor (open: (wanted: () => boolean) => Promise<OpenedSqlite>, private readonly stop: () => void) {
-    this.opened = open(() => !this.closing).then((store) => {
-      this.store = store
-      for (const listener of this.goneListeners) store.onGone(listener)
-      if (this.writerWanted) store.startWriter()
-    })
+    const state = this.state
+    this.opened = open(() => !state.closing).then((store) => { state.store = store })
     this.opened.catch(() => {}) // the start waits for it; nothing else may
   }
 
   private now (): OpenedSqlite {
-    if (this.store !== undefined) return this.store
+    if (this.state.store !== undefined) return this.state.store
     throw new StoreOpeningError()
   }
 
@@ -101,24 +97,26 @@ export class OpeningSqliteStore implements OpenedSqlite, Opening {
   async ping (): Promise<void> { await this.now().ping() }
 
   startWriter (): void {
-    if (this.store !== undefined) this.store.startWriter()
-    else this.writerWanted = true
+    const state = this.state
+    if (state.store !== undefined) state.store.startWriter()
+    else this.opened.then(() => { state.store?.startWriter() }, () => {})
   }
 
   onGone (listener: Parameters<GoneNotices['onGone']>[0]): void {
-    if (this.store !== undefined) this.store.onGone(listener)
-    else this.goneListeners.push(listener)
+    const state = this.state
+    if (state.store !== undefined) state.store.onGone(listener)
+    else this.opened.then(() => { state.store?.onGone(listener) }, () => {})
   }
 
   /** During the check: stops it without waiting for it (a shutdown never waits for a page read). */
   async close (): Promise<void> {
-    this.closing = true
+    this.state.closing = true
     this.stop()
     try {
       await this.opened
     } catch {
       return
     }
-    await this.store?.close()
+    await this.state.store?.close()
   }
 }
