@@ -41,17 +41,17 @@ async function storeOpening (app: FastifyInstance, opts: { store: Store }): Prom
     else await task()
   })
   app.decorate('storeOpened', async () => { await opened })
-  if (isOpening(store)) {
-    // Once every plugin has given its tasks (onReady: before the server listens, without waiting for the store).
-    app.addHook('onReady', (done) => {
-      opened = store.opened.then(async () => {
-        for (const task of tasks) await task()
-        opening = false
-      })
-      opened.catch(() => {}) // the start waits for it; nothing else may
-      done()
+  if (!isOpening(store)) return
+  // Once every plugin has given its tasks (onReady: before the server listens, without waiting for the store).
+  app.addHook('onReady', (done) => {
+    opened = store.opened.then(async () => {
+      for (const task of tasks) await task()
+      opening = false
     })
-  }
+    opened.catch(() => {}) // the start waits for it; nothing else may
+    done()
+  })
+  // Only for a store that opens in the background: a step left unset costs the others nothing.
   app.checkOnArrival('opening', (request) => {
     if (opening && underV1(request.url)) throw new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
   })

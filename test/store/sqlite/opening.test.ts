@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
 import { StoreOpeningError } from '../../../src/errors.js'
 import { SqliteStore } from '../../../src/store/sqlite/index.js'
 import { migrateSqlite, SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migrations.js'
-import { MalformedStoreError } from '../../../src/store/sqlite/start-checks.js'
+import { MalformedStoreError, StoreMissingError } from '../../../src/store/sqlite/start-checks.js'
 import { isOpening } from '../../../src/store/store.js'
 import { tempDir } from '../../helpers/app.js'
 import { onCleanup } from '../../helpers/cleanup.js'
@@ -38,7 +38,10 @@ function breakPets (path: string): void {
   closeSync(fd)
 }
 
-/** Another connection holding the file in exclusive locking mode: the check cannot read it until released. */
+/**
+ * Another connection holding the file in exclusive locking mode: the check cannot read it until
+ * released. Its locks are POSIX locks: closing any descriptor of the file in this process drops them.
+ */
 function holdLock (t: TestContext, path: string): () => void {
   const holder = new Database(path)
   holder.pragma('locking_mode = EXCLUSIVE')
@@ -107,6 +110,24 @@ describe('SqliteStore.start (a server start)', () => {
     await assert.rejects(store.opened, StoreOpeningError)
     release()
     assert.deepEqual(versionsOf(path), [1, 2, 3])
+  })
+
+  it('a file replaced while it is checked is not opened: StoreMissingError, the file now at the path left as it is', async (t) => {
+    const dir = tempDir(t)
+    const path = join(dir, 'petstore.db')
+    makeFile(path)
+    const other = join(dir, 'other.db')
+    makeFile(other, 3)
+    const otherBytes = readFileSync(other)
+    const release = holdLock(t, path)
+    const store = await SqliteStore.start(opts(path))
+    // Renames open no descriptor of the file, so the lock holds (see holdLock).
+    renameSync(path, join(dir, 'moved.db'))
+    renameSync(other, path)
+    release()
+    await assert.rejects(store.opened, (err: unknown) => err instanceof StoreMissingError && /was removed or replaced while it was checked at start/.test(err.message))
+    await store.close()
+    assert.deepEqual(readFileSync(path), otherBytes, 'neither migrated nor opened')
   })
 
   it('the check waits for a lock held elsewhere, then passes once it is released', async (t) => {
