@@ -121,6 +121,7 @@ describe('SqliteStore.start (a server start)', () => {
     const otherBytes = readFileSync(other)
     const release = holdLock(t, path)
     const store = await SqliteStore.start(opts(path))
+    assert.ok(isOpening(store))
     // Renames open no descriptor of the file, so the lock holds (see holdLock).
     renameSync(path, join(dir, 'moved.db'))
     renameSync(other, path)
