@@ -16,7 +16,7 @@ declare module 'fastify' {
      * it opened, before storeOpening turns false. For what a plugin reads from the store at start.
      */
     whenStoreOpen: (task: () => Promise<void>) => Promise<void>
-    /** Resolves once storeOpening is false; rejects with why the store cannot be served (or a task failed). */
+    /** Once the app is ready: resolves when storeOpening is false; rejects with why the store cannot be served (or a task failed). */
     storeOpened: () => Promise<void>
   }
 }
