@@ -24,6 +24,9 @@ export interface CheckThread {
   stop: () => void
 }
 
+const isCheckResponse = (message: unknown): message is CheckResponse =>
+  typeof message === 'object' && message !== null && typeof (message as { passed?: unknown }).passed === 'boolean'
+
 export function checkInThread (path: string): CheckThread {
   let settle!: { resolve: () => void, reject: (err: unknown) => void }
   const passed = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
@@ -34,7 +37,10 @@ export function checkInThread (path: string): CheckThread {
     settle.reject(err)
     return { passed, stop: () => {} }
   }
-  worker.once('message', (res: CheckResponse) => {
+  worker.on('message', (message: unknown) => {
+    // Node's own messages come this way too (`node --watch` reports the files a thread loads).
+    if (!isCheckResponse(message)) return
+    const res = message
     if (res.passed) return settle.resolve()
     if ('found' in res) return settle.reject(new MalformedStoreError(path, res.found))
     const err = Object.assign(new Error(res.error.message), { name: 'SqliteError', code: res.error.code })
