@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { closeSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
@@ -98,6 +98,17 @@ describe('SqliteStore.start (a server start)', () => {
     await assert.rejects(store.ping(), StoreOpeningError)
     await store.close()
     assert.deepEqual(readFileSync(path), before, 'nothing was written into the file')
+  })
+
+  it('a file that is no database: the same MalformedStoreError as a CLI open', async (t) => {
+    const path = join(tempDir(t), 'petstore.db')
+    writeFileSync(path, 'not a database, but long enough to have a header: '.repeat(100))
+    const cli = await SqliteStore.open(opts(path)).then(() => undefined, (err: unknown) => err)
+    assert.ok(cli instanceof MalformedStoreError, String(cli))
+    const store = await SqliteStore.start(opts(path))
+    assert.ok(isOpening(store))
+    await assert.rejects(store.opened, (err: unknown) => err instanceof MalformedStoreError && err.message === cli.message)
+    await store.close()
   })
 
   it('closed while the check waits for a lock held elsewhere: close returns, opened rejects with StoreOpeningError, nothing is migrated', async (t) => {
