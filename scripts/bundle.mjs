@@ -85,8 +85,8 @@ await build({
     // Likewise a file of its own, evaluated second, so it is on before any package is compiled.
     './runtime/compile-cache.js'
   ],
-  // Where the SQLite store, bundled into a chunk, finds its writer thread's entry: the compiled file.
-  define: { PETSTORE_WRITER_ENTRY: JSON.stringify('../store/sqlite/writer-worker.js') },
+  // Where the SQLite store, bundled into a chunk, finds its threads' entries: the compiled files.
+  define: { PETSTORE_SQLITE_THREADS: JSON.stringify('../store/sqlite/') },
   // CommonJS packages inside an ES module: esbuild's __require, for Node's builtins and the external
   // packages above, calls this require (resolved from dist/, so from the project's node_modules).
   banner: { js: "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);" },

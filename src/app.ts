@@ -17,6 +17,7 @@ import requestChecks, { type RequestSteps } from './plugins/request-checks.js'
 import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
 import storeNotices from './logging/store-notices.js'
+import storeOpening from './plugins/store-opening.js'
 import healthRoutes from './routes/health.js'
 import rootRoutes from './routes/root.js'
 import v1Routes from './routes/v1.js'
@@ -44,8 +45,9 @@ export interface AppOptions {
 /**
  * The steps every request meets, by name, in this order (docs/explanation/architecture.md):
  * - on arrival, one synchronous onRequest hook (request-checks.ts): the request id and its header,
- *   nosniff and the edge checks (Host, target length, framing), the 503 while closing, the 503 while
- *   the event loop lags, then the asterisk-form target (`OPTIONS *`);
+ *   nosniff and the edge checks (Host, target length, framing), the 503 while closing, the 503 of
+ *   /v1 while a start's store is still being checked, the 503 while the event loop lags, then the
+ *   asterisk-form target (`OPTIONS *`);
  * - then, under /v1, the scope's first onRequest hook, the authentication policy (auth.ts):
  *   authentication, the key's limit, the route's scope, decided at once while the key cache and the
  *   in-memory limits answer;
@@ -54,7 +56,7 @@ export interface AppOptions {
  * - then the route's validation and handler, and at the end the access line and metrics (observability.ts).
  */
 const REQUEST_STEPS: RequestSteps = {
-  onArrival: ['request id', 'edge', 'closing', 'overload', 'asterisk-form'],
+  onArrival: ['request id', 'edge', 'closing', 'opening', 'overload', 'asterisk-form'],
   beforeBody: ['unrouted', 'body']
 }
 
@@ -79,6 +81,7 @@ export async function buildApp ({ config, store, now = systemClock, logger = fal
     await app.register(requestId)
     await app.register(hardening)
     await app.register(shutdown)
+    await app.register(storeOpening, { store })
     await app.register(overload, { maxEventLoopDelayMs: config.eventLoopMaxDelayMs, sampleIntervalMs: pressureSampleIntervalMs })
     await app.register(cors, { origins: config.corsOrigins })
     await app.register(errorHandling, { store })

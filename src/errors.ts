@@ -26,7 +26,7 @@ export const ERROR_CODES = {
   header_too_large: { status: 431, description: 'The request line and headers are larger than 16 KiB; the connection is closed.' },
   internal_error: { status: 500, description: 'An unexpected failure; details are logged with the request id, never returned.' },
   not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders), or the body is sent with a transfer coding other than chunked (answered before routing; the connection is closed).' },
-  service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, or it is shutting down; see Retry-After. On a create it means nothing was written.' },
+  service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, it is starting (a SQLite store is checked before it is served) or it is shutting down; see Retry-After. On a create it means nothing was written.' },
   store_gone: { status: 503, description: 'The SQLite database file this instance opened was removed, replaced or overwritten, or is malformed: it acknowledges no create until an operator restores the file and restarts it (its /readyz says the same). Retry on another instance.' },
   outcome_unknown: { status: 503, description: 'A create whose commit was sent but never confirmed (PostgreSQL stalled or the connection was lost; SQLite committed it but could not flush it to disk): it may or may not have been written. Retry with the same Idempotency-Key: the retry answers the pet if it was written, or creates it once if not. Without a key a retry may create a second pet.' }
 } as const satisfies Record<string, { status: number, description: string }>
@@ -81,6 +81,17 @@ export class StoreUnavailableError extends Error {
   constructor (message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.name = 'StoreUnavailableError'
+  }
+}
+
+/**
+ * Thrown by a SQLite store that a server start is still checking and migrating (sqlite/opening.ts):
+ * nothing is read or written before its file has passed the check.
+ */
+export class StoreOpeningError extends StoreUnavailableError {
+  constructor (message = 'the store is being checked before it is served') {
+    super(message)
+    this.name = 'StoreOpeningError'
   }
 }
 

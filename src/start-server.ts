@@ -8,13 +8,17 @@ import { openLog } from './logging/logger.js'
 import { buildMetricsApp, Metrics } from './observability/metrics.js'
 import { systemClock } from './runtime/clock.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
-import { openStore, type Store, type StoreOptions } from './store/index.js'
+import { startStore, type Store, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
-import { hasBackgroundWriter } from './store/store.js'
+import { hasBackgroundWriter, isOpening } from './store/store.js'
+import { StoreOpeningError } from './errors.js'
 import { startTracing, type Tracing } from './observability/tracing.js'
 
 /**
  * The service's start: config → tracing → store → app → listen (API, and /metrics on its own port).
+ * A SQLite file is checked on a thread of its own while the server listens, then migrated
+ * (store/sqlite/opening.ts): until then /healthz answers 200, /readyz and /v1 503; a file that fails
+ * the check ends the start as any start-up failure does.
  * Shutdown (runtime/stop-signals.ts says what asks for it): on SIGTERM first SHUTDOWN_DRAIN_MS of
  * readiness 503 while serving; then stop accepting, let in-flight requests finish (at most
  * SHUTDOWN_TIMEOUT_MS), close the store last, exit 0. A start-up failure is one line and exit 1.
@@ -38,8 +42,9 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
 
   let store: Store
+  const opening = performance.now()
   try {
-    store = await openStore(config, storeOptions)
+    store = await startStore(config, storeOptions)
     if (tracing !== undefined) store = tracing.traceStore(store)
   } catch (err) {
     return cannotStart(err, config)
@@ -90,6 +95,16 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await log.end()
     return cannotStart(describeListenFailure(err, config.host, config.port))
   }
+  try {
+    await app.storeOpened()
+  } catch (err) {
+    // Closed during the check (SIGTERM): the shutdown goes on as asked.
+    if (err instanceof StoreOpeningError) return
+    await app.close().catch(() => {})
+    await log.end()
+    return cannotStart(err, config)
+  }
+  app.log.info(isOpening(store) ? { storeOpenMs: Math.round(performance.now() - opening) } : {}, SERVING_LINE)
   // The SQLite checkpoint thread boots beside the first requests, not before them.
   if (hasBackgroundWriter(store)) store.startWriter()
   try {
@@ -113,6 +128,9 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     }
   }
 }
+
+/** Logged once the store is open (on SQLite: checked, then migrated) and /v1 is served. */
+export const SERVING_LINE = 'serving /v1: the store is open'
 
 /** A start-up failure: one line on stderr (cause and setting; never a stack or a password), exit 1. */
 function cannotStart (err: unknown, config?: Readonly<Config>): never {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { ApiError, StoreGoneError } from '../errors.js'
+import { STORE_OPENING_MESSAGE } from '../plugins/store-opening.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { errorResponses, jsonResponse } from '../schemas/responses.js'
 import type { Store } from '../store/store.js'
@@ -27,7 +28,7 @@ export default async function healthRoutes (app: FastifyInstance, opts: { store:
     schema: {
       operationId: 'readiness',
       summary: 'Readiness: 200 when the store answers, else 503',
-      description: 'Outside /v1 and without authentication. Load balancers take an instance out of rotation on 503, which it also answers from the moment shutdown begins (SIGTERM: for `SHUTDOWN_DRAIN_MS` while every other request is still served).',
+      description: 'Outside /v1 and without authentication. Load balancers take an instance out of rotation on 503, which it also answers while it starts (a SQLite store is checked before it is served; /healthz already answers 200) and from the moment shutdown begins (SIGTERM: for `SHUTDOWN_DRAIN_MS` while every other request is still served).',
       tags: ['health'],
       security: [],
       response: { 200: jsonResponse('The store answers.', HealthSchema), ...errorResponses(['internal_error', 'service_unavailable', 'store_gone']) }
@@ -35,6 +36,8 @@ export default async function healthRoutes (app: FastifyInstance, opts: { store:
   }, async (_request, reply) => {
     // Shutting down (SIGTERM): out of rotation first, while requests are still served.
     if (app.draining) throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
+    // Starting: the store is checked and migrated before it is served (plugins/store-opening.ts).
+    if (app.storeOpening) throw new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
     try {
       await opts.store.ping()
     } catch (err) {

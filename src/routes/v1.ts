@@ -43,12 +43,16 @@ export default async function v1Routes (app: FastifyInstance, opts: V1Options): 
   app.addHook('onRequest', app.authenticate)
   app.addHook('onRoute', requireScope)
 
-  // The cursor key lives in the store, so every instance accepts every other instance's cursors.
-  const cursorSecret = await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex'))
+  // The cursor key lives in the store, so every instance accepts every other instance's cursors. Read
+  // once the store is open: until then no /v1 request is let through (plugins/store-opening.ts).
+  const cursors = new CursorCodec()
+  await app.whenStoreOpen(async () => {
+    cursors.useSecret(Buffer.from(await store.getOrCreateSetting('cursor_hmac_key', () => randomBytes(32).toString('hex')), 'hex'))
+  })
   await app.register(petRoutes, {
     store,
     reads: new PetReads(store, config.readCacheMaxBytes, app.metrics),
-    cursors: new CursorCodec(Buffer.from(cursorSecret, 'hex')),
+    cursors,
     getPetDeprecatedAt: GETPET_DEPRECATED_AT,
     getPetSunsetAt: GETPET_SUNSET_AT,
     now,

@@ -18,9 +18,15 @@ export class CursorCodec {
   private readonly verified = new LRUCache<string, { lastId: bigint, status: number }>({ max: MEMO_SIZE })
 
   // Made once: createHmac with a Buffer key builds a KeyObject per call, most of an HMAC's cost.
-  private readonly key: KeyObject
+  private key: KeyObject | undefined
 
-  constructor (secret: Buffer) {
+  /** Without `secret`: useSecret() before the first encode or decode. */
+  constructor (secret?: Buffer) {
+    if (secret !== undefined) this.useSecret(secret)
+  }
+
+  /** The secret read after the codec was made (routes/v1.ts: once the store is open). */
+  useSecret (secret: Buffer): void {
     this.key = createSecretKey(secret)
   }
 
@@ -61,6 +67,7 @@ export class CursorCodec {
   }
 
   private mac (data: Buffer): Buffer {
+    if (this.key === undefined) throw new Error('CursorCodec used before its secret was set')
     return createHmac('sha256', this.key).update(data).digest().subarray(0, MAC_BYTES)
   }
 }

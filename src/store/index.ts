@@ -22,6 +22,17 @@ export async function openStore (config: StoreConfig, { sqliteSynchronous = 'FUL
   return await PostgresStore.open(pgOptions(db.url, config))
 }
 
+/**
+ * A server start's store: on SQLite an existing file opens in the background, after quick_check has
+ * passed on a thread of its own (isOpening, sqlite/opening.ts); otherwise what openStore opens.
+ */
+export async function startStore (config: StoreConfig, { sqliteSynchronous = 'FULL' }: StoreOptions = {}): Promise<Store> {
+  const db = config.database
+  if (db.kind !== 'sqlite') return await openStore(config)
+  const { SqliteStore } = await import('./sqlite/index.js')
+  return await SqliteStore.start({ path: db.path, synchronous: sqliteSynchronous })
+}
+
 export async function migrateStore (config: StoreConfig): Promise<number[]> {
   const db = config.database
   if (db.kind === 'sqlite') {

@@ -151,6 +151,15 @@ export interface GoneNotices {
   onGone (fn: (line: string, reason: StoreGoneReason, level: 'error' | 'info') => void): void
 }
 
+/**
+ * SQLite, on a server start over an existing file: the store answers StoreOpeningError until
+ * `opened` resolves (the file checked, then migrated); `opened` rejects with why it cannot be served,
+ * or with StoreOpeningError when it was closed first.
+ */
+export interface Opening {
+  readonly opened: Promise<void>
+}
+
 const has = (store: object, member: string): boolean => member in store && (store as Record<string, unknown>)[member] !== undefined
 
 export const readsSynchronously = <S extends object>(store: S): store is S & SynchronousReads => has(store, 'syncReads')
@@ -159,3 +168,4 @@ export const namesStatements = <S extends object>(store: S): store is S & Statem
 export const hasBackgroundWriter = <S extends object>(store: S): store is S & BackgroundWriter => has(store, 'startWriter')
 export const syncReadsOf = (store: object): SyncPetReads | undefined => readsSynchronously(store) ? store.syncReads : undefined
 export const noticesGone = <S extends object>(store: S): store is S & GoneNotices => has(store, 'onGone')
+export const isOpening = <S extends object>(store: S): store is S & Opening => has(store, 'opened')

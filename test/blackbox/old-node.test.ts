@@ -74,7 +74,8 @@ async function serve (t: TestContext, command: string, args: string[], env: Reco
   let url: string | undefined
   for (let i = 0; i < 600 && url === undefined; i++) {
     assert.equal(child.exitCode, null, `${command} ${args.join(' ')} ended before listening:\n${out}`)
-    url = /Server listening at (http:\/\/[\d.:]+)/.exec(out)?.[1]
+    // Listening, and serving /v1 (a SQLite file is checked while the server already listens).
+    url = /"msg":"serving \/v1: the store is open"/.test(out) ? /Server listening at (http:\/\/[\d.:]+)/.exec(out)?.[1] : undefined
     if (url === undefined) await sleep(100)
   }
   assert.ok(url !== undefined, `${command} ${args.join(' ')} did not listen within 60 s:\n${out}`)

@@ -55,7 +55,8 @@ describe('a rolling upgrade over one PostgreSQL database (black box)', () => {
     const made = await runCli(['keys', 'create', '--name', 'before-upgrade'], env, undefined, { cli: previous.cli })
     assert.equal(made.code, 0, made.stderr)
     const oldKey = made.stdout.trim()
-    const oldServer = await startServer(t, { ...env, SHUTDOWN_DELAY_MS: '0' }, [previous.server])
+    // A build that may predate the line logged once /v1 is served; on PostgreSQL it serves once it listens.
+    const oldServer = await startServer(t, { ...env, SHUTDOWN_DELAY_MS: '0' }, [previous.server], { untilServing: false })
     const checkOld = new ResponseChecker(previous.document, { source: 'the previous build\'s openapi/openapi.json', refuseUndocumentedHeaders: true })
     const old: Instance = { name: `previous build (${previous.commit.slice(0, 12)})`, url: oldServer.url, check: (res) => checkOld.check(res) }
 

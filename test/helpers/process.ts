@@ -90,11 +90,16 @@ function spawnWithOutput (args: string[], env: Record<string, string>) {
   return { child, stdout: () => out, stderr: () => err, exited }
 }
 
+/** The line a start logs once its store is open and /v1 is served (src/start-server.ts SERVING_LINE), JSON or pretty. */
+export const SERVING = /(?:"msg":"|INFO: )serving \/v1: the store is open/
+
 /**
  * Starts the compiled server (`node dist/server.js`, what `npm start` runs) on an ephemeral loopback
- * port and resolves once it listens. The test owns it: it is killed when the test ends.
+ * port and resolves once it listens and serves /v1 (a SQLite store is checked while the server
+ * already listens: `untilServing: false` resolves at the listening line). The test owns it: it is
+ * killed when the test ends.
  */
-export async function startServer (t: TestContext, env: Record<string, string>, entry: string[] = [SERVER]): Promise<RunningServer> {
+export async function startServer (t: TestContext, env: Record<string, string>, entry: string[] = [SERVER], opts: { untilServing?: boolean } = {}): Promise<RunningServer> {
   // Overload shedding is off unless a test asks for it, as in buildTestApp: a loaded test machine must
   // not turn the requests of tests about something else into 503s. No drain on SIGTERM either
   // (SHUTDOWN_DRAIN_MS=0; the rolling-restart test asks for one): tests stop their servers often.
@@ -114,11 +119,11 @@ export async function startServer (t: TestContext, env: Record<string, string>, 
     }
   })
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not listen within 30 s\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`)), 30_000)
+    const timer = setTimeout(() => reject(new Error(`server did not listen and serve within 30 s\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`)), 30_000)
     const check = () => {
       // JSON lines, or pretty ones (LOG_FORMAT=pretty).
       const m = /(?:"msg":"|INFO: )Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(p.stdout())
-      if (m !== null) {
+      if (m !== null && (opts.untilServing === false || SERVING.test(p.stdout()))) {
         clearTimeout(timer)
         p.child.stdout!.off('data', check)
         resolve(m[1]!)
@@ -127,7 +132,7 @@ export async function startServer (t: TestContext, env: Record<string, string>, 
     p.child.stdout!.on('data', check)
     void p.exited.then(({ code, signal }) => {
       clearTimeout(timer)
-      reject(new Error(`server exited (${code ?? signal}) before listening\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`))
+      reject(new Error(`server exited (${code ?? signal}) before listening and serving\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`))
     })
   })
   return { ...p, url }

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config/index.js'
 import { createApiKey } from '../../src/services/api-keys.js'
 import { openStore, type StoreOptions } from '../../src/store/index.js'
 import { watchExit } from './exit-watch.js'
+import { SERVING } from './process.js'
 
 /** The compiled entry (`npm test` builds it first). */
 export const SERVER_JS = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
@@ -30,7 +31,7 @@ export async function makeKey (dbPath: string): Promise<string> {
 
 /**
  * Starts `node dist/server.js` on an ephemeral loopback port over the given SQLite file and waits
- * until it listens. `wrap` prefixes the command (e.g. strace). The caller kills it. Overload shedding
+ * until it listens and serves /v1. `wrap` prefixes the command (e.g. strace). The caller kills it. Overload shedding
  * is off unless `env` turns it on (a loaded test machine must not shed the requests under test), and
  * so is the drain on SIGTERM (SHUTDOWN_DRAIN_MS=0). `storeOptions` (what users cannot change) start
  * the same entry through scripts/serve-with-store-options.mjs.
@@ -56,7 +57,8 @@ export async function startServerProcess (dbPath: string, opts: { env?: Record<s
     const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`server did not listen in time:\n${out}`)) }, opts.timeoutMs ?? 20000)
     const look = () => {
       const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-      if (m !== null) { clearTimeout(timer); resolve(Number(m[1])) }
+      // And serving /v1: a SQLite store is checked while the server already listens.
+      if (m !== null && SERVING.test(out)) { clearTimeout(timer); resolve(Number(m[1])) }
     }
     proc.stdout!.on('data', look)
     void exited.then(() => { clearTimeout(timer); reject(new Error(`server exited before listening:\n${out}`)) })

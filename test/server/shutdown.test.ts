@@ -79,6 +79,8 @@ describe('graceful shutdown of the compiled server', () => {
       exited.then(code => { throw new Error(`server exited with ${code}: ${stderr}`) })
     ])
     const port = Number(/:(\d+)$/.exec(String(listening.msg))![1])
+    // A SQLite file is checked while the server already listens: /v1 is served from this line on.
+    await logged(l => l.msg === 'serving /v1: the store is open')
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
 
     // An idle keep-alive connection: must be closed at once on shutdown, not after KEEP_ALIVE_TIMEOUT_MS.

@@ -4,13 +4,26 @@ import type { SynchronousLevel } from './connection.js'
 import type { Gone, StoreFileIdentity } from './store-file.js'
 import type { WriterOp, WriterResponse } from './writer-worker.js'
 
-// Set by the production bundle (scripts/bundle.mjs).
-declare const PETSTORE_WRITER_ENTRY: string | undefined
+// Set by the production bundle (scripts/bundle.mjs): the folder of the compiled thread entries.
+declare const PETSTORE_SQLITE_THREADS: string | undefined
 
-/** Beside this module, or the bundle's compiled file; under tsx the thread registers tsx first. */
-function writerEntry (): URL {
-  if (typeof PETSTORE_WRITER_ENTRY === 'string') return new URL(PETSTORE_WRITER_ENTRY, import.meta.url)
-  return new URL(`./writer-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+/**
+ * A thread running `name`: the file beside this module, or the bundle's compiled one; under tsx the
+ * thread registers tsx first.
+ */
+export function startThread (name: 'writer-worker' | 'check-worker', workerData: unknown): Worker {
+  const entry = typeof PETSTORE_SQLITE_THREADS === 'string'
+    ? new URL(`${PETSTORE_SQLITE_THREADS}${name}.js`, import.meta.url)
+    : new URL(`./${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+  // A thread takes the process's flags, but its entry is a file: a process started with
+  // `node --input-type=module -e …` (benchmarks, tests) would fail every thread. Given explicitly,
+  // the flags are checked as a thread's (a process-wide one is refused): only when that one is there.
+  const execArgv = process.execArgv.some(flag => flag.startsWith('--input-type'))
+    ? process.execArgv.filter(flag => !flag.startsWith('--input-type'))
+    : undefined
+  return entry.pathname.endsWith('.ts')
+    ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData, execArgv })
+    : new Worker(entry, { workerData, execArgv })
 }
 
 /** Started by start() or the first write; if it cannot start, requests fail as unavailable. */
@@ -31,11 +44,7 @@ export class WorkerWriter {
 
   start (): Worker {
     if (this.worker !== undefined) return this.worker
-    const entry = writerEntry()
-    const workerData = { path: this.path, synchronous: this.synchronous, file: this.file }
-    const worker = entry.pathname.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData })
-      : new Worker(entry, { workerData })
+    const worker = startThread('writer-worker', { path: this.path, synchronous: this.synchronous, file: this.file })
     let settle!: Pick<NonNullable<typeof this.up>, 'resolve' | 'reject'>
     const promise = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
     promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting

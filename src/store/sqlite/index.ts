@@ -1,6 +1,6 @@
-import { closeSync, openSync, statSync } from 'node:fs'
+import { closeSync, openSync, type Stats, statSync } from 'node:fs'
 import type Database from 'better-sqlite3'
-import { OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../../errors.js'
+import { OutcomeUnknownError, StoreGoneError, StoreOpeningError, StoreUnavailableError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
 import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
@@ -9,7 +9,8 @@ import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateRes
 import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
-import { isMalformedError, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, writeMarker } from './start-checks.js'
+import { checkInThread, OpeningSqliteStore } from './opening.js'
+import { isMalformedError, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, newStoreId, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
@@ -270,10 +271,30 @@ export class SqliteStore extends KeysAndSettings implements Store, SynchronousRe
    * through WalFlush.
    */
   static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
-    const onDisk = opts.path !== ':memory:'
-    const fresh = onDisk && isNew(opts.path)
+    const fresh = opts.path !== ':memory:' && isNew(opts.path)
     if (fresh) refuseNewWhereDataWas(opts.path)
-    const db = openChecked(opts.path, opts.synchronous, !fresh)
+    return await SqliteStore.migrated(opts, openChecked(opts.path, opts.synchronous, !fresh))
+  }
+
+  /**
+   * A server start: over an existing file the store is returned at once and opens in the background
+   * (opening.ts): quick_check on a thread of its own, then, once it passed, the file is opened here,
+   * migrated and served. A new file (nothing to check) and `:memory:` open as open() does.
+   */
+  static async start (opts: SqliteStoreOptions): Promise<SqliteStore | OpeningSqliteStore> {
+    if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts)
+    const checked = statSync(opts.path)
+    const check = checkInThread(opts.path)
+    return new OpeningSqliteStore(async (wanted) => {
+      await check.passed
+      if (!wanted()) throw new StoreOpeningError('the store was closed before it was opened')
+      return await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked))
+    }, check.stop)
+  }
+
+  /** Migrates `db` and makes the store of it; `db` is closed if that fails. */
+  private static async migrated (opts: SqliteStoreOptions, db: Database.Database): Promise<SqliteStore> {
+    const onDisk = opts.path !== ':memory:'
     let wal: WalFlush | undefined
     let file: StoreFile | undefined
     try {
@@ -388,6 +409,23 @@ type GoneListener = (line: string, reason: StoreGoneError['reason'], level: 'err
 function isNew (path: string): boolean {
   const st = statSync(path, { throwIfNoEntry: false })
   return st === undefined || st.size === 0
+}
+
+/** The file that passed the check in its thread: refused if another one (or none) is at the path now. */
+function openAsChecked (path: string, synchronous: SynchronousLevel, checked: Stats): Database.Database {
+  const same = (): boolean => {
+    const now = statSync(path, { throwIfNoEntry: false })
+    return now !== undefined && now.dev === checked.dev && now.ino === checked.ino
+  }
+  const elsewhere = () => new StoreMissingError(`the SQLite database ${path} was removed or replaced while it was checked at start; it is not served. ` +
+    'Put the database back (restore a backup) and start again')
+  if (!same()) throw elsewhere()
+  const db = openSqlite(path, synchronous, { mustExist: true })
+  if (!same()) {
+    db.close()
+    throw elsewhere()
+  }
+  return db
 }
 
 function openChecked (path: string, synchronous: SynchronousLevel, check: boolean): Database.Database {

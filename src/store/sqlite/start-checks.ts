@@ -36,17 +36,30 @@ export function writeMarker (path: string, storeId: number): void {
   }
 }
 
-/** quick_check reads every page; the slower integrity_check is left to the operator. */
-export function refuseMalformed (db: Database.Database, path: string): void {
+/**
+ * What quick_check found wrong, undefined when nothing: it reads every page; the slower
+ * integrity_check is left to the operator. A page it cannot read is what it found.
+ */
+export function quickCheck (db: Database.Database): { found: string, cause?: unknown } | undefined {
   let problems: string[]
   try {
     problems = (db.pragma('quick_check(3)') as Array<{ quick_check: string }>).map(r => r.quick_check)
   } catch (err) {
-    throw new MalformedStoreError(path, (err as Error).message, err)
+    return { found: (err as Error).message, cause: err }
   }
-  if (problems.length === 1 && problems[0] === 'ok') return
-  throw new MalformedStoreError(path, problems.join('; '))
+  return problems.length === 1 && problems[0] === 'ok' ? undefined : { found: problems.join('; ') }
 }
+
+export function refuseMalformed (db: Database.Database, path: string): void {
+  const problem = quickCheck(db)
+  if (problem !== undefined) throw new MalformedStoreError(path, problem.found, problem.cause)
+}
+
+/** What the check thread (check-worker.ts) answers: passed, what quick_check found, or why it could not check. */
+export type CheckResponse =
+  | { passed: true }
+  | { passed: false, found: string }
+  | { passed: false, error: { message: string, code: string | undefined } }
 
 export function isMalformedError (err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code

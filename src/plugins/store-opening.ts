@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { ApiError } from '../errors.js'
+import { isOpening, type Store } from '../store/store.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * True while the store a start serves with is still being checked and migrated (SQLite,
+     * store/sqlite/opening.ts), and then while the tasks given to whenStoreOpen run: /readyz and
+     * every /v1 request answer 503.
+     */
+    readonly storeOpening: boolean
+    /**
+     * Runs `task` once the store is open: at once (and waits for it) when it already is, else after
+     * it opened, before storeOpening turns false. For what a plugin reads from the store at start.
+     */
+    whenStoreOpen: (task: () => Promise<void>) => Promise<void>
+    /** Once the app is ready: resolves when storeOpening is false; rejects with why the store cannot be served (or a task failed). */
+    storeOpened: () => Promise<void>
+  }
+}
+
+export const STORE_OPENING_MESSAGE = 'the service is starting: its store is being checked; retry shortly'
+
+const underV1 = (url: string): boolean => url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?')
+
+/**
+ * The window of a start in which the server listens but its store is not open yet: /healthz
+ * answers (the process is alive), /readyz and /v1 answer 503 service_unavailable with Retry-After,
+ * the documents and the root are served. A store that is open when the app is built has no window.
+ */
+async function storeOpening (app: FastifyInstance, opts: { store: Store }): Promise<void> {
+  const store = opts.store
+  let opening = isOpening(store)
+  const tasks: Array<() => Promise<void>> = []
+  let opened: Promise<void> = Promise.resolve()
+  app.decorate('storeOpening', { getter: () => opening })
+  app.decorate('whenStoreOpen', async (task: () => Promise<void>) => {
+    if (opening) tasks.push(task)
+    else await task()
+  })
+  app.decorate('storeOpened', async () => { await opened })
+  if (!isOpening(store)) return
+  // Once every plugin has given its tasks (onReady: before the server listens, without waiting for the store).
+  app.addHook('onReady', (done) => {
+    opened = store.opened.then(async () => {
+      for (const task of tasks) await task()
+      opening = false
+    })
+    opened.catch(() => {}) // the start waits for it; nothing else may
+    done()
+  })
+  // Only for a store that opens in the background: a step left unset costs the others nothing.
+  app.checkOnArrival('opening', (request) => {
+    if (opening && underV1(request.url)) throw new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
+  })
+}
+
+export default fp(storeOpening, { name: 'petstore-store-opening', dependencies: ['petstore-request-checks'] })

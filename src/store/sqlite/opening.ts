@@ -1,0 +1,128 @@
+import type { Worker } from 'node:worker_threads'
+import { StoreOpeningError } from '../../errors.js'
+import type { NewPet, Pet } from '../../schemas/pets.js'
+import type {
+  ApiKeyGrant, ApiKeyRecord, BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams,
+  NewApiKey, Opening, Store, SynchronousReads, SyncPetReads
+} from '../store.js'
+import { startThread } from './background-writer.js'
+import { type CheckResponse, isMalformedError, MalformedStoreError } from './start-checks.js'
+
+/*
+ * A server start over an existing SQLite file: quick_check reads every page, which on a large store
+ * takes longer than the rest of the start together. It runs on a thread of its own (check-worker.ts)
+ * while the server listens; the store is migrated and opened once the check has passed, and until
+ * then this store answers StoreOpeningError. See docs/explanation/durability.md.
+ */
+
+export type OpenedSqlite = Store & SynchronousReads & BackgroundWriter & GoneNotices
+
+export interface CheckThread {
+  /** Resolves when the file passed; rejects with MalformedStoreError, why it could not be checked, or StoreOpeningError once stopped. */
+  readonly passed: Promise<void>
+  /** Does not wait for the thread: a page read in progress is not interrupted, and the thread no longer keeps the process up. */
+  stop: () => void
+}
+
+const isCheckResponse = (message: unknown): message is CheckResponse =>
+  typeof message === 'object' && message !== null && typeof (message as { passed?: unknown }).passed === 'boolean'
+
+export function checkInThread (path: string): CheckThread {
+  let settle!: { resolve: () => void, reject: (err: unknown) => void }
+  const passed = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
+  let worker: Worker
+  try {
+    worker = startThread('check-worker', { path })
+  } catch (err) {
+    settle.reject(err)
+    return { passed, stop: () => {} }
+  }
+  worker.on('message', (message: unknown) => {
+    // Node's own messages come this way too (`node --watch` reports the files a thread loads).
+    if (!isCheckResponse(message)) return
+    const res = message
+    if (res.passed) return settle.resolve()
+    if ('found' in res) return settle.reject(new MalformedStoreError(path, res.found))
+    const err = Object.assign(new Error(res.error.message), { name: 'SqliteError', code: res.error.code })
+    settle.reject(isMalformedError(err) ? new MalformedStoreError(path, err.message, err) : err)
+  })
+  worker.once('error', (err) => settle.reject(err))
+  // Without a message first: a thread that could not run its check.
+  worker.once('exit', (code) => settle.reject(new Error(`the SQLite check thread of ${path} exited with code ${code} without an answer`)))
+  return {
+    passed,
+    stop: () => {
+      settle.reject(new StoreOpeningError('the store was closed before it was opened'))
+      worker.unref()
+      void worker.terminate()
+    }
+  }
+}
+
+/**
+ * The store a start serves with while its file is checked: each member answers StoreOpeningError
+ * until `open` has made the store, then is that store's. `open` is told whether the store is still
+ * wanted (not closed meanwhile) before it writes anything. What changes is held in one object that
+ * the members mutate and never replace: a wrapper of the store made with Object.create (tracing's)
+ * calls them with itself as `this`.
+ */
+export class OpeningSqliteStore implements OpenedSqlite, Opening {
+  readonly kind = 'sqlite' as const
+  readonly opened: Promise<void>
+  private readonly state: { store?: OpenedSqlite, closing: boolean } = { closing: false }
+
+  constructor (open: (wanted: () => boolean) => Promise<OpenedSqlite>, private readonly stop: () => void) {
+    const state = this.state
+    this.opened = open(() => !state.closing).then((store) => { state.store = store })
+    this.opened.catch(() => {}) // the start waits for it; nothing else may
+  }
+
+  private now (): OpenedSqlite {
+    if (this.state.store !== undefined) return this.state.store
+    throw new StoreOpeningError()
+  }
+
+  readonly syncReads: SyncPetReads = {
+    getPet: (id) => this.now().syncReads.getPet(id),
+    listPets: (params) => this.now().syncReads.listPets(params),
+    pageIsFinal: (afterId, lastId) => this.now().syncReads.pageIsFinal(afterId, lastId)
+  }
+
+  async createPet (pet: NewPet): Promise<Pet> { return await this.now().createPet(pet) }
+  async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> { return await this.now().createPetIdempotent(pet, idem) }
+  async getPet (id: bigint): Promise<Pet | undefined> { return await this.now().getPet(id) }
+  async listPets (params: ListPetsParams): Promise<Pet[]> { return await this.now().listPets(params) }
+  async purgeIdempotencyKeys (before: Date): Promise<number> { return await this.now().purgeIdempotencyKeys(before) }
+  async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> { return await this.now().createApiKey(key) }
+  async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> { return await this.now().findApiKeyByHash(hash) }
+  async listApiKeys (): Promise<ApiKeyRecord[]> { return await this.now().listApiKeys() }
+  async revokeApiKey (id: number, at: Date): Promise<boolean> { return await this.now().revokeApiKey(id, at) }
+  async touchApiKeys (usedAt: Map<number, Date>): Promise<void> { await this.now().touchApiKeys(usedAt) }
+  async countApiKeys (): Promise<number> { return await this.now().countApiKeys() }
+  async getOrCreateSetting (name: string, create: () => string): Promise<string> { return await this.now().getOrCreateSetting(name, create) }
+  async ping (): Promise<void> { await this.now().ping() }
+
+  startWriter (): void {
+    const state = this.state
+    if (state.store !== undefined) state.store.startWriter()
+    else this.opened.then(() => { state.store?.startWriter() }, () => {})
+  }
+
+  onGone (listener: Parameters<GoneNotices['onGone']>[0]): void {
+    const state = this.state
+    if (state.store !== undefined) state.store.onGone(listener)
+    else this.opened.then(() => { state.store?.onGone(listener) }, () => {})
+  }
+
+  /** During the check: stops it without waiting for it (a shutdown never waits for a page read). */
+  async close (): Promise<void> {
+    this.state.closing = true
+    this.stop()
+    try {
+      await this.opened
+    } catch {
+      return
+    }
+    await this.state.store?.close()
+  }
+}
