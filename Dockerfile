@@ -58,6 +58,8 @@ COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/node_modules/.cache/petstore-compile node_modules/.cache/petstore-compile
 COPY --from=build /app/dist dist
 COPY package.json LICENSE ./
+# The document `petstore conformance` checks a deployment against.
+COPY openapi/openapi.json openapi/
 # `petstore` on PATH (docker exec … petstore keys create --name NAME) against the same store: the
 # settings below are the image's environment, so the CLI reads them too. /data belongs to node.
 RUN ln -s /app/dist/cli/index.js /usr/local/bin/petstore && \

@@ -86,6 +86,9 @@ describe('the container image (Dockerfile, built and run with podman)', () => {
     const pet = await created.json() as { id: number }
     const read = await fetch(`${first.url}/v1/pets/${pet.id}`, { headers: { authorization: `Bearer ${key}` } })
     assert.equal(read.status, 200)
+    // The CLI checks a deployment against the document the image ships (openapi/openapi.json).
+    const conformance = JSON.parse(await podman('exec', first.name, 'petstore', 'conformance', '--base-url', 'http://127.0.0.1:8080', '--key', cliKey, '--json')) as { conforms: boolean, failed: number }
+    assert.deepEqual({ conforms: conformance.conforms, failed: conformance.failed }, { conforms: true, failed: 0 })
 
     // `podman stop` sends SIGTERM: the server drains and exits 0 well within the grace period.
     const t0 = Date.now()

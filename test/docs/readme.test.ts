@@ -38,10 +38,10 @@ const EXPECTED: Array<{ file: string, check: (stdout: string) => void }> = [
     file: 'README.md',
     check: (stdout) => {
       // The pending pets, page after page: README's shell block made 1, the example 2, and prints it;
-      // then getPet of an id that does not exist, as a typed error.
+      // then a create the service refuses (an empty name), as a typed error.
       const lines = stdout.trimEnd().split('\n')
       assert.deepEqual(lines.slice(0, 2), ['1n Rex', '2n Rex'], stdout)
-      assert.match(lines[2]!, /^not_found 404 \S+$/, stdout)
+      assert.match(lines[2]!, /^validation_failed 400 \S+$/, stdout)
       assert.equal(lines.length, 3, stdout)
     }
   },
