@@ -88,6 +88,9 @@ export class StoreUnavailableError extends Error {
  * Thrown by a SQLite store that a server start is still checking and migrating (sqlite/opening.ts):
  * nothing is read or written before its file has passed the check.
  */
+/** What a client is told while a start's store is still being checked (plugins/store-opening.ts). */
+export const STORE_OPENING_MESSAGE = 'the service is starting: its store is being checked; retry shortly'
+
 export class StoreOpeningError extends StoreUnavailableError {
   constructor (message = 'the store is being checked before it is served') {
     super(message)

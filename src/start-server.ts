@@ -16,7 +16,7 @@ import { startTracing, type Tracing } from './observability/tracing.js'
 
 /**
  * The service's start: config → tracing → store → app → listen (API, and /metrics on its own port).
- * A SQLite file is checked on a thread of its own while the server listens, then migrated
+ * A SQLite file is checked in a process of its own while the server listens, then migrated
  * (store/sqlite/opening.ts): until then /healthz answers 200, /readyz and /v1 503; a file that fails
  * the check ends the start as any start-up failure does.
  * Shutdown (runtime/stop-signals.ts says what asks for it): on SIGTERM first SHUTDOWN_DRAIN_MS of

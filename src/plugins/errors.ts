@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
 import { JSON_TYPE } from '../http/media-types.js'
-import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../errors.js'
+import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, OutcomeUnknownError, STORE_OPENING_MESSAGE, StoreGoneError, StoreOpeningError, StoreUnavailableError } from '../errors.js'
 import { Outages } from '../logging/outages.js'
 import type { Store } from '../store/store.js'
 
@@ -31,6 +31,7 @@ export function toApiError (err: FastifyError | Error): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof StoreGoneError) return new ApiError('store_gone', err.message, { 'retry-after': '1' })
   if (err instanceof OutcomeUnknownError) return new ApiError('outcome_unknown', 'the store did not confirm the write: it may or may not have been made; retry with the same Idempotency-Key', { 'retry-after': '1' })
+  if (err instanceof StoreOpeningError) return new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'the store is unavailable; retry later', { 'retry-after': '1' })
   const e = err as FastifyError
   switch (e.code) {
@@ -123,7 +124,9 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     // shutting down or shedding load): the access log line records it. A store that cannot work
     // now is an outage, logged once for all the requests it fails (outages.ts). Anything else is
     // unexpected: logged with its stack.
-    if (err instanceof StoreGoneError) {
+    if (err instanceof StoreOpeningError) {
+      // A start whose store is still being checked: not an outage.
+    } else if (err instanceof StoreGoneError) {
       // A store gone from under the service is told once, by the store (store-notices.ts), not per request.
       app.metrics.storeErrors.inc({ store: opts.store.kind })
     } else if (err instanceof StoreUnavailableError) {

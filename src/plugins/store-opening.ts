@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError } from '../errors.js'
+import { ApiError, STORE_OPENING_MESSAGE } from '../errors.js'
 import { isOpening, type Store } from '../store/store.js'
 
 declare module 'fastify' {
@@ -21,7 +21,7 @@ declare module 'fastify' {
   }
 }
 
-export const STORE_OPENING_MESSAGE = 'the service is starting: its store is being checked; retry shortly'
+export { STORE_OPENING_MESSAGE }
 
 const underV1 = (url: string): boolean => url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?')
 
@@ -52,6 +52,7 @@ async function storeOpening (app: FastifyInstance, opts: { store: Store }): Prom
     done()
   })
   // Only for a store that opens in the background: a step left unset costs the others nothing.
+  // By the target as sent; one that reaches /v1 otherwise (percent-encoded) meets the store's StoreOpeningError: the same answer.
   app.checkOnArrival('opening', (request) => {
     if (opening && underV1(request.url)) throw new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
   })

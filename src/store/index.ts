@@ -24,7 +24,7 @@ export async function openStore (config: StoreConfig, { sqliteSynchronous = 'FUL
 
 /**
  * A server start's store: on SQLite an existing file opens in the background, after quick_check has
- * passed on a thread of its own (isOpening, sqlite/opening.ts); otherwise what openStore opens.
+ * passed in a process of its own (isOpening, sqlite/opening.ts); otherwise what openStore opens.
  */
 export async function startStore (config: StoreConfig, { sqliteSynchronous = 'FULL' }: StoreOptions = {}): Promise<Store> {
   const db = config.database

@@ -11,7 +11,7 @@ import { SERVING, startServer, waitForOutput, type RunningServer } from '../help
 import { makeKey } from '../helpers/server-process.js'
 
 /*
- * The compiled server over an existing SQLite file checks it (quick_check) on a thread of its own
+ * The compiled server over an existing SQLite file checks it (quick_check) in a process of its own
  * while it listens. A lock another connection holds on the file keeps the check waiting (at most
  * BUSY_TIMEOUT_MS, 5 s: the requests below are made well within it), which makes that window one a
  * test can look into.
@@ -50,7 +50,9 @@ describe('a SQLite start checks its file while it listens [compiled server]', ()
       await get(server, '/readyz'),
       await get(server, '/v1/pets', { headers: auth }),
       await get(server, '/v1/pets'),
-      await get(server, '/v1/pets', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"Rex","categoryId":1}' })
+      await get(server, '/v1/pets', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"Rex","categoryId":1}' }),
+      // A target that reaches the /v1 routes without starting with /v1 as sent.
+      await get(server, '/%761/pets', { headers: auth })
     ]
     for (const answer of waiting) {
       assert.equal(answer.status, 503, `${answer.method} ${answer.url}`)
@@ -58,6 +60,7 @@ describe('a SQLite start checks its file while it listens [compiled server]', ()
       assert.equal(answer.headers['retry-after'], '1')
     }
     assert.equal((await get(server, '/openapi.json')).status, 200, 'what needs no store is served')
+    assert.doesNotMatch(server.stdout(), /unavailable/, 'a start is not logged as a store outage')
 
     assert.doesNotMatch(server.stdout(), SERVING)
     release()

@@ -7,14 +7,19 @@ import type { WriterOp, WriterResponse } from './writer-worker.js'
 // Set by the production bundle (scripts/bundle.mjs): the folder of the compiled thread entries.
 declare const PETSTORE_SQLITE_THREADS: string | undefined
 
+/** The file of `name` (a thread's or a process's entry): beside this module, or the bundle's compiled one. */
+export function sqliteEntry (name: 'writer-worker' | 'check-worker'): URL {
+  return typeof PETSTORE_SQLITE_THREADS === 'string'
+    ? new URL(`${PETSTORE_SQLITE_THREADS}${name}.js`, import.meta.url)
+    : new URL(`./${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+}
+
 /**
  * A thread running `name`: the file beside this module, or the bundle's compiled one; under tsx the
  * thread registers tsx first.
  */
-export function startThread (name: 'writer-worker' | 'check-worker', workerData: unknown): Worker {
-  const entry = typeof PETSTORE_SQLITE_THREADS === 'string'
-    ? new URL(`${PETSTORE_SQLITE_THREADS}${name}.js`, import.meta.url)
-    : new URL(`./${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+export function startThread (name: 'writer-worker', workerData: unknown): Worker {
+  const entry = sqliteEntry(name)
   // A thread takes the process's flags, but its entry is a file: a process started with
   // `node --input-type=module -e …` (benchmarks, tests) would fail every thread. Given explicitly,
   // the flags are checked as a thread's (a process-wide one is refused): only when that one is there.

@@ -1,17 +1,16 @@
 /*
- * The thread a server start checks its SQLite file on (opening.ts), so the check does not hold up the
- * event loop while the server already answers /healthz. Its connection is read-only: nothing is
- * written into a file that has not passed the check.
+ * The process a server start checks its SQLite file in (opening.ts), so the check does not hold up
+ * the event loop while the server already answers /healthz, and a shutdown can stop it. Its
+ * connection is read-only: nothing is written into a file that has not passed the check.
+ * Run as `node check-worker.js PATH`, its answer sent over the IPC channel.
  */
-import { parentPort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { BUSY_TIMEOUT_MS } from './connection.js'
 import { type CheckResponse, quickCheck } from './start-checks.js'
 
-const { path } = workerData as { path: string }
+const path = process.argv[2]!
 
-// A lock held elsewhere is waited for in slices: between two, a terminate() (a shutdown during the
-// check) takes effect, where one long wait inside SQLite would hold the process's exit up.
+// A lock held elsewhere is waited for in slices, so the wait ends on time (BUSY_TIMEOUT_MS).
 const BUSY_SLICE_MS = 50
 
 function check (): CheckResponse {
@@ -40,4 +39,5 @@ function check (): CheckResponse {
   }
 }
 
-parentPort!.postMessage(check() satisfies CheckResponse)
+// Sent, then the channel closed: the process ends.
+process.send!(check() satisfies CheckResponse, () => { process.disconnect() })

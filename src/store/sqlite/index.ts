@@ -9,7 +9,7 @@ import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateRes
 import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
-import { checkInThread, OpeningSqliteStore } from './opening.js'
+import { checkInProcess, OpeningSqliteStore } from './opening.js'
 import { isMalformedError, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, newStoreId, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
@@ -278,13 +278,13 @@ export class SqliteStore extends KeysAndSettings implements Store, SynchronousRe
 
   /**
    * A server start: over an existing file the store is returned at once and opens in the background
-   * (opening.ts): quick_check on a thread of its own, then, once it passed, the file is opened here,
+   * (opening.ts): quick_check in a process of its own, then, once it passed, the file is opened here,
    * migrated and served. A new file (nothing to check) and `:memory:` open as open() does.
    */
   static async start (opts: SqliteStoreOptions): Promise<SqliteStore | OpeningSqliteStore> {
     if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts)
     const checked = statSync(opts.path)
-    const check = checkInThread(opts.path)
+    const check = checkInProcess(opts.path)
     return new OpeningSqliteStore(async (wanted) => {
       await check.passed
       if (!wanted()) throw new StoreOpeningError('the store was closed before it was opened')

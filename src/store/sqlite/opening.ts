@@ -1,44 +1,54 @@
-import type { Worker } from 'node:worker_threads'
+import { type ChildProcess, fork } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { StoreOpeningError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import type {
   ApiKeyGrant, ApiKeyRecord, BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams,
   NewApiKey, Opening, Store, SynchronousReads, SyncPetReads
 } from '../store.js'
-import { startThread } from './background-writer.js'
+import { sqliteEntry } from './background-writer.js'
 import { type CheckResponse, isMalformedError, MalformedStoreError } from './start-checks.js'
 
 /*
  * A server start over an existing SQLite file: quick_check reads every page, which on a large store
- * takes longer than the rest of the start together. It runs on a thread of its own (check-worker.ts)
+ * takes longer than the rest of the start together. It runs in a process of its own (check-worker.ts)
  * while the server listens; the store is migrated and opened once the check has passed, and until
  * then this store answers StoreOpeningError. See docs/explanation/durability.md.
+ * A process, not a thread: a thread inside SQLite cannot be stopped, and a process exits only once
+ * its threads have; a shutdown during the check kills the checking process (it only reads).
  */
 
 export type OpenedSqlite = Store & SynchronousReads & BackgroundWriter & GoneNotices
 
-export interface CheckThread {
+export interface CheckProcess {
   /** Resolves when the file passed; rejects with MalformedStoreError, why it could not be checked, or StoreOpeningError once stopped. */
   readonly passed: Promise<void>
-  /** Does not wait for the thread: a page read in progress is not interrupted, and the thread no longer keeps the process up. */
+  /** Kills the check at once, wherever it is. */
   stop: () => void
 }
 
 const isCheckResponse = (message: unknown): message is CheckResponse =>
   typeof message === 'object' && message !== null && typeof (message as { passed?: unknown }).passed === 'boolean'
 
-export function checkInThread (path: string): CheckThread {
+/** Under tsx (the sources), the process loads tsx first. */
+function checkProcess (path: string): ChildProcess {
+  const entry = sqliteEntry('check-worker')
+  const execArgv = entry.pathname.endsWith('.ts') ? [`--import=${pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href}`] : []
+  return fork(fileURLToPath(entry), [path], { execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' })
+}
+
+export function checkInProcess (path: string): CheckProcess {
   let settle!: { resolve: () => void, reject: (err: unknown) => void }
   const passed = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
-  let worker: Worker
+  let child: ChildProcess
   try {
-    worker = startThread('check-worker', { path })
+    child = checkProcess(path)
   } catch (err) {
     settle.reject(err)
     return { passed, stop: () => {} }
   }
-  worker.on('message', (message: unknown) => {
-    // Node's own messages come this way too (`node --watch` reports the files a thread loads).
+  child.on('message', (message: unknown) => {
     if (!isCheckResponse(message)) return
     const res = message
     if (res.passed) return settle.resolve()
@@ -46,15 +56,14 @@ export function checkInThread (path: string): CheckThread {
     const err = Object.assign(new Error(res.error.message), { name: 'SqliteError', code: res.error.code })
     settle.reject(isMalformedError(err) ? new MalformedStoreError(path, err.message, err) : err)
   })
-  worker.once('error', (err) => settle.reject(err))
-  // Without a message first: a thread that could not run its check.
-  worker.once('exit', (code) => settle.reject(new Error(`the SQLite check thread of ${path} exited with code ${code} without an answer`)))
+  child.once('error', (err) => settle.reject(err))
+  // Without a message first: a process that could not run its check.
+  child.once('exit', (code, signal) => settle.reject(new Error(`the SQLite check process of ${path} exited (${signal ?? `code ${String(code)}`}) without an answer`)))
   return {
     passed,
     stop: () => {
       settle.reject(new StoreOpeningError('the store was closed before it was opened'))
-      worker.unref()
-      void worker.terminate()
+      child.kill('SIGKILL')
     }
   }
 }
@@ -114,7 +123,7 @@ export class OpeningSqliteStore implements OpenedSqlite, Opening {
     else this.opened.then(() => { state.store?.onGone(listener) }, () => {})
   }
 
-  /** During the check: stops it without waiting for it (a shutdown never waits for a page read). */
+  /** During the check: kills it (a shutdown never waits for it). */
   async close (): Promise<void> {
     this.state.closing = true
     this.stop()

@@ -55,7 +55,7 @@ export function refuseMalformed (db: Database.Database, path: string): void {
   if (problem !== undefined) throw new MalformedStoreError(path, problem.found, problem.cause)
 }
 
-/** What the check thread (check-worker.ts) answers: passed, what quick_check found, or why it could not check. */
+/** What the checking process (check-worker.ts) answers: passed, what quick_check found, or why it could not check. */
 export type CheckResponse =
   | { passed: true }
   | { passed: false, found: string }
