@@ -188,14 +188,16 @@ function record (scenario, server, mode, r, extra = {}) {
   return row
 }
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
-function merge (runs) {
+const median = (xs) => { const s = [...xs].sort((x, y) => x - y); return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2 }
+/** One row of several runs: each figure their `centre` (mean or median), errors summed. */
+function combine (runs, centre = mean) {
   return {
-    rps: mean(runs.map(r => r.rps)),
-    p50: mean(runs.map(r => r.p50)),
-    p99: mean(runs.map(r => r.p99)),
+    rps: centre(runs.map(r => r.rps)),
+    p50: centre(runs.map(r => r.p50)),
+    p99: centre(runs.map(r => r.p99)),
     errors: runs.reduce((a, r) => a + r.errors, 0),
-    cpu: mean(runs.map(r => r.cpu)),
-    cpuUsPerReq: mean(runs.map(r => r.cpuUsPerReq))
+    cpu: centre(runs.map(r => r.cpu)),
+    cpuUsPerReq: centre(runs.map(r => r.cpuUsPerReq))
   }
 }
 
@@ -205,19 +207,6 @@ async function warm (server, spec) {
 
 /** Alternated pairs of saturation runs per side-by-side comparison. */
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 3)
-const median = (xs) => { const s = [...xs].sort((x, y) => x - y); return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2 }
-/** A row of the medians of several runs (errors summed). */
-function medianOf (runs) {
-  return {
-    rps: median(runs.map(r => r.rps)),
-    p50: median(runs.map(r => r.p50)),
-    p99: median(runs.map(r => r.p99)),
-    errors: runs.reduce((a, r) => a + r.errors, 0),
-    cpu: median(runs.map(r => r.cpu)),
-    cpuUsPerReq: median(runs.map(r => r.cpuUsPerReq))
-  }
-}
-
 /**
  * PAIRS saturation runs alternating A, B, A, B… (so drift on a shared machine hits both), then a
  * fixed-rate run of each at half of A's peak for latency percentiles. Rows are medians of the runs;
@@ -231,8 +220,8 @@ async function sideBySide (scenario, a, specA, b, specB) {
     ra.push(await load(a, specA))
     rb.push(await load(b, specB))
   }
-  const sa = record(scenario, a.name, 'saturate', medianOf(ra))
-  const sb = record(scenario, b.name, 'saturate', medianOf(rb))
+  const sa = record(scenario, a.name, 'saturate', combine(ra, median))
+  const sb = record(scenario, b.name, 'saturate', combine(rb, median))
   const rate = Math.max(100, Math.round(sa.rps / 2))
   const fa = record(scenario, a.name, `fixed@${rate}`, await load(a, { ...specA, rate }))
   const fb = record(scenario, b.name, `fixed@${rate}`, await load(b, { ...specB, rate }))
@@ -264,9 +253,9 @@ async function mixed (label, svc, mixRate, duration = DURATION) {
   }
   // Two loads share one server here, so CPU per request of either alone means nothing: left blank.
   const shared = (r) => ({ ...r, cpuUsPerReq: NaN })
-  const ro = record(`${label}: reads alone`, svc.name, `fixed@${readSpec.rate}`, merge(readOnly))
-  const mr = record(`${label}: reads`, svc.name, `fixed@${readSpec.rate}`, shared(merge(mixedReads)))
-  record(`${label}: creates`, svc.name, `fixed@${writeSpec.rate}`, shared(merge(mixedWrites)))
+  const ro = record(`${label}: reads alone`, svc.name, `fixed@${readSpec.rate}`, combine(readOnly))
+  const mr = record(`${label}: reads`, svc.name, `fixed@${readSpec.rate}`, shared(combine(mixedReads)))
+  record(`${label}: creates`, svc.name, `fixed@${writeSpec.rate}`, shared(combine(mixedWrites)))
   const [br, bw] = await Promise.all([load(base, readSpec), load(base, writeSpec)])
   record(`${label}: reads`, base.name, `fixed@${readSpec.rate}`, shared(br))
   record(`${label}: creates`, base.name, `fixed@${writeSpec.rate}`, shared(bw))
@@ -383,7 +372,7 @@ async function sqliteReads (svc, dbPath) {
   const floor = await startBaseline(responses, 'fastify')
   for (const [scenario, path, s] of /** @type {Array<[string, string, typeof s1]>} */ ([['1 list limit=20', LIST, s1], ['2 getPet', PET, s2]])) {
     await warm(floor, { path })
-    const f = record(scenario, floor.name, 'saturate', medianOf([await load(floor, { path }), await load(floor, { path })]))
+    const f = record(scenario, floor.name, 'saturate', combine([await load(floor, { path }), await load(floor, { path })]))
     f.ratio = f.rps / s.sb.rps
     f.cpuRatio = s.sb.cpuUsPerReq / f.cpuUsPerReq
   }

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, it, type TestContext } from 'node:test'
-import Database from 'better-sqlite3'
+import { describe, it } from 'node:test'
 import { STORE_OPENING_MESSAGE } from '../../src/plugins/store-opening.js'
 import { tempDir } from '../helpers/app.js'
-import { onCleanup } from '../helpers/cleanup.js'
+import { holdLock } from '../helpers/sqlite-lock.js'
 import { checkResponse } from '../helpers/conformance.js'
 import { SERVING, startServer, waitForOutput, type RunningServer } from '../helpers/process.js'
 import { makeKey } from '../helpers/server-process.js'
@@ -16,17 +15,6 @@ import { makeKey } from '../helpers/server-process.js'
  * BUSY_TIMEOUT_MS, 5 s: the requests below are made well within it), which makes that window one a
  * test can look into.
  */
-
-/** Another connection holding the file in exclusive locking mode: nothing else can read it until released. */
-function holdLock (t: TestContext, path: string): () => void {
-  const holder = new Database(path)
-  holder.pragma('locking_mode = EXCLUSIVE')
-  holder.exec('BEGIN EXCLUSIVE')
-  holder.exec('COMMIT')
-  const release = () => { if (holder.open) holder.close() }
-  onCleanup(t, release)
-  return release
-}
 
 async function get (server: RunningServer, url: string, init: RequestInit = {}) {
   const res = await fetch(`${server.url}${url}`, init)

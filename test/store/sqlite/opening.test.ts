@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { closeSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, it, type TestContext } from 'node:test'
+import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import { StoreOpeningError } from '../../../src/errors.js'
 import { SqliteStore } from '../../../src/store/sqlite/index.js'
@@ -10,6 +10,7 @@ import { MalformedStoreError, StoreMissingError } from '../../../src/store/sqlit
 import { isOpening } from '../../../src/store/store.js'
 import { tempDir } from '../../helpers/app.js'
 import { onCleanup } from '../../helpers/cleanup.js'
+import { holdLock } from '../../helpers/sqlite-lock.js'
 
 /*
  * A server start's SQLite store (SqliteStore.start, sqlite/opening.ts): quick_check on a thread of
@@ -36,20 +37,6 @@ function breakPets (path: string): void {
   const fd = openSync(path, 'r+')
   writeSync(fd, Buffer.alloc(size, 0xa5), 0, size, (rootpage - 1) * size)
   closeSync(fd)
-}
-
-/**
- * Another connection holding the file in exclusive locking mode: the check cannot read it until
- * released. Its locks are POSIX locks: closing any descriptor of the file in this process drops them.
- */
-function holdLock (t: TestContext, path: string): () => void {
-  const holder = new Database(path)
-  holder.pragma('locking_mode = EXCLUSIVE')
-  holder.exec('BEGIN EXCLUSIVE')
-  holder.exec('COMMIT')
-  const release = () => { if (holder.open) holder.close() }
-  onCleanup(t, release)
-  return release
 }
 
 const versionsOf = (path: string): number[] => {
