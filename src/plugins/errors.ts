@@ -31,6 +31,7 @@ export function toApiError (err: FastifyError | Error): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof StoreGoneError) return new ApiError('store_gone', err.message, { 'retry-after': '1' })
   if (err instanceof OutcomeUnknownError) return new ApiError('outcome_unknown', 'the store did not confirm the write: it may or may not have been made; retry with the same Idempotency-Key', { 'retry-after': '1' })
+  // The one answer while a start's store is checked (plugins/store-opening.ts), whoever meets it.
   if (err instanceof StoreOpeningError) return new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'the store is unavailable; retry later', { 'retry-after': '1' })
   const e = err as FastifyError

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiError, STORE_OPENING_MESSAGE } from '../errors.js'
+import { StoreOpeningError } from '../errors.js'
 import { isOpening, type Store } from '../store/store.js'
 
 declare module 'fastify' {
@@ -20,8 +20,6 @@ declare module 'fastify' {
     storeOpened: () => Promise<void>
   }
 }
-
-export { STORE_OPENING_MESSAGE }
 
 const underV1 = (url: string): boolean => url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?')
 
@@ -52,9 +50,9 @@ async function storeOpening (app: FastifyInstance, opts: { store: Store }): Prom
     done()
   })
   // Only for a store that opens in the background: a step left unset costs the others nothing.
-  // By the target as sent; one that reaches /v1 otherwise (percent-encoded) meets the store's StoreOpeningError: the same answer.
+  // By the target as sent; one that reaches /v1 otherwise (percent-encoded) meets the store's own StoreOpeningError.
   app.checkOnArrival('opening', (request) => {
-    if (opening && underV1(request.url)) throw new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
+    if (opening && underV1(request.url)) throw new StoreOpeningError()
   })
 }
 

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { ApiError, StoreGoneError } from '../errors.js'
-import { STORE_OPENING_MESSAGE } from '../plugins/store-opening.js'
+import { ApiError, StoreGoneError, StoreOpeningError } from '../errors.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { errorResponses, jsonResponse } from '../schemas/responses.js'
 import type { Store } from '../store/store.js'
@@ -37,7 +36,7 @@ export default async function healthRoutes (app: FastifyInstance, opts: { store:
     // Shutting down (SIGTERM): out of rotation first, while requests are still served.
     if (app.draining) throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
     // Starting: the store is checked and migrated before it is served (plugins/store-opening.ts).
-    if (app.storeOpening) throw new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
+    if (app.storeOpening) throw new StoreOpeningError()
     try {
       await opts.store.ping()
     } catch (err) {
