@@ -11,6 +11,7 @@ import { startCluster } from '../../scripts/pg-cluster.mjs'
 import { tempDir } from '../helpers/app.js'
 import { runCli, runServerToExit, type CliResult } from '../helpers/process.js'
 import { onCleanup } from '../helpers/cleanup.js'
+import { freePort } from '../helpers/server.js'
 
 /** The whole contract of a start-up failure: exit 1, exactly one line on stderr, no stack anywhere. */
 function assertOneLine (r: CliResult, pattern: RegExp): string {
@@ -40,14 +41,6 @@ function unwritableDir (t: TestContext): string {
   if (isRoot) execFileSync('chattr', ['+i', dir])
   else chmodSync(dir, 0o555)
   return dir
-}
-
-async function freePort (): Promise<number> {
-  const srv = createServer().listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = srv.address() as AddressInfo
-  await new Promise(resolve => srv.close(resolve))
-  return port
 }
 
 describe('start-up failures: one line with the cause and the setting, exit 1 (black box)', () => {

@@ -60,7 +60,10 @@ async function healthy (p: Project, service: string, timeoutMs = 60_000): Promis
       await podman('healthcheck', 'run', p.container(service))
       return
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`${service} not healthy within ${timeoutMs} ms: ${(err as Error).message}\n${await logs(p.container(service)).catch(String)}`)
+      if (Date.now() > deadline) {
+        const state = await podmanOutput('inspect', '--format', '{{.State.Status}} {{.State.Error}}', p.container(service)).catch(String)
+        throw new Error(`${service} not healthy within ${timeoutMs} ms (state: ${state.trim()}): ${(err as Error).message}\n${await logs(p.container(service)).catch(String)}`)
+      }
     }
     await new Promise(resolve => setTimeout(resolve, 500))
   }

@@ -1,20 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import type { TestContext } from 'node:test'
 import { onCleanup } from './cleanup.js'
 import { killAtExit } from './exit-watch.js'
-
-/** A free loopback TCP port (asked of the kernel, then released). */
-export async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port
-      srv.close(() => resolve(port))
-    })
-  })
-}
+import { freePort } from './server.js'
 
 /** A real redis-server (Debian's) on a free loopback port, without persistence; stopped when the test ends. */
 export async function startRedis (t: TestContext): Promise<string> {

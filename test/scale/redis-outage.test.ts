@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { tempDir } from '../helpers/app.js'
 import { runCli, runServerToExit, startServer, waitForOutput } from '../helpers/process.js'
-import { freePort, startRedisServer } from '../helpers/redis.js'
+import { startRedisServer } from '../helpers/redis.js'
+import { freePort } from '../helpers/server.js'
 
 /** How an instance's clients fare when the Redis that holds the shared rate-limit counters fails (docs/explanation/scaling.md). */
 describe('Redis outage (compiled server)', () => {

@@ -8,7 +8,8 @@ import { openStore } from '../../src/store/index.js'
 import { PG_ROUTES, type StoreKind, testDatabaseUrl } from '../helpers/app.js'
 import { type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.js'
 import { ROOT, SERVER_PATH, childEnv, startServer, waitForOutput } from '../helpers/process.js'
-import { freePort, startRedis } from '../helpers/redis.js'
+import { startRedis } from '../helpers/redis.js'
+import { freePort } from '../helpers/server.js'
 
 const SERVER = 2
 const CLIENT = 3

@@ -13,6 +13,7 @@ import { namesStatements } from '../../src/store/store.js'
 import { PG_ROUTES, createTestDatabase, testClusterUrl } from '../helpers/app.js'
 import { startPgBouncer, type PgBouncer } from '../../scripts/pgbouncer.mjs'
 import { onCleanup } from '../helpers/cleanup.js'
+import { freePort } from '../helpers/server.js'
 
 /** A PgBouncer of the test's own (transaction mode, stock startup-parameter policy) with `settings`. */
 async function ownPgBouncer (t: TestContext, settings: Record<string, string | number> = {}): Promise<PgBouncer> {
@@ -27,15 +28,6 @@ function via (url: string, through: string): string {
   const o = new URL(through)
   u.host = o.host
   return u.href
-}
-
-async function freePort (): Promise<number> {
-  return await new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 /** Admin SQL on the test cluster, directly. */
