@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 
 /**
@@ -10,20 +10,24 @@ export type RequestCheck = (request: FastifyRequest, reply: FastifyReply) => boo
 
 /** The names of the steps of each stage, in the order a request meets them (app.ts lists them). */
 export interface RequestSteps {
-  /** On arrival: the one onRequest pass of every request. */
+  /** On arrival: the first onRequest pass of every request, before CORS. */
   onArrival: readonly string[]
+  /** On admission: the second onRequest pass (admissionChecks), after CORS, so its refusals carry CORS's headers. */
+  onAdmission: readonly string[]
   /** Before the body: the one preParsing pass (after the onRequest hooks of the scope the URL addresses, authentication included). */
   beforeBody: readonly string[]
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Sets the check of the named step of the onRequest pass (a name app.ts lists). */
+    /** Sets the check of the named step of either onRequest pass, on arrival or on admission (a name app.ts lists). */
     checkOnArrival: (step: string, check: RequestCheck) => void
     /** Sets the check of the named step of the preParsing pass (a name app.ts lists). */
     checkBeforeBody: (step: string, check: RequestCheck) => void
-    /** Runs the onRequest pass's steps for a request that meets no hook (a URL the router refused); throws as a step does, true when a step answered. */
+    /** Runs both onRequest passes' steps for a request that meets no hook (a URL the router refused); throws as a step does, true when a step answered. */
     arrive: (request: FastifyRequest, reply: FastifyReply) => boolean
+    /** Runs the on-admission steps: admissionChecks's hook. */
+    admit: (request: FastifyRequest, reply: FastifyReply) => boolean
   }
 }
 
@@ -46,31 +50,38 @@ function stage (stageName: string, names: readonly string[]): { set: (step: stri
   }
 }
 
+/** An onRequest hook running a stage's steps: a step that answered ends the request there (a hook that replies does not call done). */
+function onRequestHook (run: (request: FastifyRequest, reply: FastifyReply) => boolean): onRequestHookHandler {
+  return (request, reply, done) => {
+    let answered: boolean
+    try {
+      answered = run(request, reply)
+    } catch (err) {
+      done(err as Error)
+      return
+    }
+    if (!answered) done()
+  }
+}
+
 /**
  * The per-request steps of several plugins, run as one synchronous hook per stage instead of one
  * hook each: each plugin still owns its concern (its file, its set-up and clean-up) and sets the
  * check of its named step here; the order is app.ts's list, whatever order the plugins register
  * in. One hook costs one call through Fastify's hook runner; a chain of them costs one per check
  * (and an `async` hook a promise and a microtask tick more), on every request.
- * Registered first, so its two hooks are in every scope, and checks set later still run.
+ * Registered first, so its hooks are in every scope, and checks set later still run. The on-admission
+ * pass is a hook of its own (admissionChecks), registered after CORS's.
  */
 async function requestChecks (app: FastifyInstance, steps: RequestSteps): Promise<void> {
   const onArrival = stage('onArrival', steps.onArrival)
+  const onAdmission = stage('onAdmission', steps.onAdmission)
   const beforeBody = stage('beforeBody', steps.beforeBody)
-  app.decorate('checkOnArrival', onArrival.set)
+  app.decorate('checkOnArrival', (step: string, check: RequestCheck) => { (steps.onArrival.includes(step) ? onArrival : onAdmission).set(step, check) })
   app.decorate('checkBeforeBody', beforeBody.set)
-  app.decorate('arrive', onArrival.run)
-  app.addHook('onRequest', (request, reply, done) => {
-    let answered: boolean
-    try {
-      answered = onArrival.run(request, reply)
-    } catch (err) {
-      done(err as Error)
-      return
-    }
-    // A step that answered ends the request here: a hook that replies does not call done.
-    if (!answered) done()
-  })
+  app.decorate('arrive', (request: FastifyRequest, reply: FastifyReply) => onArrival.run(request, reply) || onAdmission.run(request, reply))
+  app.decorate('admit', onAdmission.run)
+  app.addHook('onRequest', onRequestHook(onArrival.run))
   app.addHook('preParsing', (request, reply, payload, done) => {
     let answered: boolean
     try {
@@ -84,3 +95,9 @@ async function requestChecks (app: FastifyInstance, steps: RequestSteps): Promis
 }
 
 export default fp(requestChecks, { name: 'petstore-request-checks' })
+
+/** The on-admission pass: registered after CORS, so its refusals (503 closing, opening, overloaded) carry CORS's headers. */
+export const admissionChecks = fp((app: FastifyInstance, _opts, done) => {
+  app.addHook('onRequest', onRequestHook(app.admit))
+  done()
+}, { name: 'petstore-admission-checks', dependencies: ['petstore-request-checks'] })

@@ -29,4 +29,22 @@ describe('overload shedding', () => {
     }
     assert.ok(recovered, 'still shedding after the lag ended')
   })
+
+  it('sheds with CORS\'s headers when CORS is on: a browser can read the 503 and its Retry-After', async (t) => {
+    const origin = 'https://app.example.com'
+    const ta = await buildTestApp(t, { env: { EVENT_LOOP_MAX_DELAY_MS: '50', CORS_ORIGINS: origin }, pressureSampleIntervalMs: 100 })
+    let shed
+    for (let i = 0; i < 20 && shed === undefined; i++) {
+      blockEventLoop(300)
+      await new Promise(resolve => setImmediate(resolve))
+      const res = await ta.app.inject({ url: '/v1/pets', headers: { ...ta.auth, origin } })
+      if (res.statusCode === 503) shed = res
+    }
+    assert.ok(shed !== undefined, 'never shed a request while the event loop was blocked')
+    assert.equal(shed.json().code, 'service_unavailable')
+    assert.equal(shed.headers['access-control-allow-origin'], origin)
+    const exposed = String(shed.headers['access-control-expose-headers']).toLowerCase().split(/\s*,\s*/)
+    assert.ok(exposed.includes('retry-after') && exposed.includes('x-request-id'), String(shed.headers['access-control-expose-headers']))
+    assert.ok(shed.headers['x-request-id'] !== undefined)
+  })
 })
