@@ -46,7 +46,7 @@ export interface AppOptions {
  * The steps every request meets, by name, in this order (docs/explanation/architecture.md):
  * - on arrival, one synchronous onRequest hook (request-checks.ts): the request id and its header,
  *   nosniff and the edge checks (Host, target length, framing), then the asterisk-form target
- *   (`OPTIONS *`, about the server, never a CORS preflight);
+ *   (`OPTIONS *`, about the server, never a CORS preflight; the admission checks run for it first);
  * - CORS when it is on (cors.ts): its headers, and the answer to a preflight;
  * - on admission, a second synchronous onRequest hook: the 503 while closing, the 503 of /v1 while
  *   a start's store is still being checked, the 503 while the event loop lags, each with CORS's

@@ -162,10 +162,13 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     return new ApiError('not_found', `no route ${request.method} ${path}`)
   }
   // The asterisk-form target (RFC 9112 §3.2.4) asks about the server as a whole, and only OPTIONS
-  // may: the answer lists every method the server has. Any other method with it is refused.
+  // may: the answer lists every method the server has. Any other method with it is refused. Answered
+  // on arrival, before CORS (it is never a preflight), after the admission checks (503 while closing
+  // or overloaded) run here for it.
   let serverMethods: string | undefined
   app.checkOnArrival('asterisk-form', (request, reply) => {
     if (request.url !== '*') return
+    if (app.admit(request, reply)) return true
     if (request.method !== 'OPTIONS') throw new ApiError('bad_request', `the request target * is only for OPTIONS, not ${request.method}`)
     serverMethods ??= [...new Set([...methods, 'OPTIONS'])].sort().join(', ')
     reply.code(204).header('allow', serverMethods).send()

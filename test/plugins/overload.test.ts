@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import type { AddressInfo } from 'node:net'
 import { buildTestApp } from '../helpers/app.js'
+import { rawRequest, type RawResponse } from '../helpers/raw.js'
 
 function blockEventLoop (ms: number): void {
   const end = Date.now() + ms
@@ -46,5 +48,29 @@ describe('overload shedding', () => {
     const exposed = String(shed.headers['access-control-expose-headers']).toLowerCase().split(/\s*,\s*/)
     assert.ok(exposed.includes('retry-after') && exposed.includes('x-request-id'), String(shed.headers['access-control-expose-headers']))
     assert.ok(shed.headers['x-request-id'] !== undefined)
+  })
+
+  it('sheds the asterisk-form target too: OPTIONS * is 503 while the event loop lags, 204 after', async (t) => {
+    // Raw bytes: an injected `*` would reach the router as the path `/*`.
+    const ta = await buildTestApp(t, { env: { EVENT_LOOP_MAX_DELAY_MS: '50' }, pressureSampleIntervalMs: 100 })
+    await ta.app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (ta.app.server.address() as AddressInfo).port
+    const optionsStar = async (): Promise<RawResponse> => await rawRequest(port, 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n')
+    let shed
+    for (let i = 0; i < 20 && shed === undefined; i++) {
+      const answer = optionsStar()
+      blockEventLoop(300)
+      const res = await answer
+      if (res.status === 503) shed = res
+      else assert.equal(res.status, 204)
+    }
+    assert.ok(shed !== undefined, 'OPTIONS * never shed while the event loop was blocked')
+    assert.equal(JSON.parse(shed.body).code, 'service_unavailable')
+    let answered = false
+    for (let i = 0; i < 50 && !answered; i++) {
+      await new Promise(resolve => setTimeout(resolve, 100))
+      answered = (await optionsStar()).status === 204
+    }
+    assert.ok(answered, 'still shedding after the lag ended')
   })
 })
