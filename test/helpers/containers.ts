@@ -20,6 +20,8 @@ export const BASE_IMAGE = 'docker.io/library/node:24-bookworm-slim'
 const CA = '/etc/ssl/certs/ca-certificates.crt'
 const STAND_INS = join(ROOT, 'test/deploy/stand-ins')
 const LOCK = '/tmp/petstore-container-build.lock'
+/** How long a dangling image is kept by sweepLeftovers. */
+const DANGLING_KEPT = '3h'
 
 /** Runs a command; its stdout, or an error carrying its stderr. */
 export async function run (cmd: string, args: string[], opts: { cwd?: string, env?: NodeJS.ProcessEnv, timeoutMs?: number } = {}): Promise<string> {
@@ -106,7 +108,10 @@ function alive (pid: number): boolean {
 
 /**
  * Removes what test processes that no longer run left behind (a test file killed before its
- * cleanups ran): every name and tag carries its test process's pid after TEST_PREFIX.
+ * cleanups ran): every name and tag carries its test process's pid after TEST_PREFIX. Then the
+ * dangling images older than DANGLING_KEPT (the build stages of images whose tags were removed,
+ * about 1 GB each; untagged and used by nothing, as `podman image prune` defines them), under the
+ * build lock; younger ones stay, as the cache of the builds of the run under way.
  */
 export async function sweepLeftovers (): Promise<void> {
   const dead = (name: string): boolean => {
@@ -122,6 +127,7 @@ export async function sweepLeftovers (): Promise<void> {
   if (networks.length > 0) await podman('network', 'rm', '--force', ...networks)
   const images = await list('images', '--format', '{{.Repository}}:{{.Tag}}')
   if (images.length > 0) await removeImage(...images)
+  await run('flock', [LOCK, 'podman', 'image', 'prune', '--force', '--filter', `until=${DANGLING_KEPT}`])
 }
 
 /** Polls url until it answers 200 (a container's published port), or throws after timeoutMs. */
