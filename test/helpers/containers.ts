@@ -109,9 +109,9 @@ function alive (pid: number): boolean {
 /**
  * Removes what test processes that no longer run left behind (a test file killed before its
  * cleanups ran): every name and tag carries its test process's pid after TEST_PREFIX. Then the
- * dangling images older than DANGLING_KEPT (the build stages of images whose tags were removed,
- * about 1 GB each; untagged and used by nothing, as `podman image prune` defines them), under the
- * build lock; younger ones stay, as the cache of the builds of the run under way.
+ * dangling images older than DANGLING_KEPT (the build stages of images whose tags were removed:
+ * untagged and used by nothing, as `podman image prune` defines them, and as large as the image),
+ * under the build lock; younger ones stay, as the cache of the builds of the run under way.
  */
 export async function sweepLeftovers (): Promise<void> {
   const dead = (name: string): boolean => {
