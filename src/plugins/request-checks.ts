@@ -50,17 +50,21 @@ function stage (stageName: string, names: readonly string[]): { set: (step: stri
   }
 }
 
-/** An onRequest hook running a stage's steps: a step that answered ends the request there (a hook that replies does not call done). */
+/** Runs a stage's steps: the error a step threw, true when a step answered (which ends the request: a hook that replies does not call done), else false. */
+function runStage (run: (request: FastifyRequest, reply: FastifyReply) => boolean, request: FastifyRequest, reply: FastifyReply): Error | boolean {
+  try {
+    return run(request, reply)
+  } catch (err) {
+    return err as Error
+  }
+}
+
+/** An onRequest hook running a stage's steps. */
 function onRequestHook (run: (request: FastifyRequest, reply: FastifyReply) => boolean): onRequestHookHandler {
   return (request, reply, done) => {
-    let answered: boolean
-    try {
-      answered = run(request, reply)
-    } catch (err) {
-      done(err as Error)
-      return
-    }
-    if (!answered) done()
+    const outcome = runStage(run, request, reply)
+    if (typeof outcome !== 'boolean') done(outcome)
+    else if (!outcome) done()
   }
 }
 
@@ -83,14 +87,9 @@ async function requestChecks (app: FastifyInstance, steps: RequestSteps): Promis
   app.decorate('admit', onAdmission.run)
   app.addHook('onRequest', onRequestHook(onArrival.run))
   app.addHook('preParsing', (request, reply, payload, done) => {
-    let answered: boolean
-    try {
-      answered = beforeBody.run(request, reply)
-    } catch (err) {
-      done(err as Error)
-      return
-    }
-    if (!answered) done(null, payload)
+    const outcome = runStage(beforeBody.run, request, reply)
+    if (typeof outcome !== 'boolean') done(outcome)
+    else if (!outcome) done(null, payload)
   })
 }
 
