@@ -9,12 +9,14 @@ export interface Access {
   /** Redacted (services/redact.ts). */
   url: string
   status: number
+  /** The Error's code, when the answer is one. */
+  code: string | undefined
   ms: number
   trace?: TraceFields
 }
 
 export function writeAccessLine (log: FastifyBaseLogger, a: Access): void {
   log.info(a.trace === undefined
-    ? { keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, ms: a.ms }
-    : { keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, ms: a.ms, ...a.trace }, 'request completed')
+    ? { keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, code: a.code, ms: a.ms }
+    : { keyId: a.keyId, method: a.method, route: a.route, url: a.url, status: a.status, code: a.code, ms: a.ms, ...a.trace }, 'request completed')
 }

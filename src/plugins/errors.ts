@@ -7,6 +7,13 @@ import { Outages } from '../logging/outages.js'
 import type { Store } from '../store/store.js'
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The Error this request was answered with (set by sendError), and what was thrown when the
+     * error handler mapped it: the access line's `code`, the server span's error.type and exception.
+     */
+    failure: { error: ApiError, cause: Error } | null
+  }
   interface FastifyInstance {
     /** The outage log (outages.ts): what is logged while a dependency is down, instead of a line per failed request. */
     outages: Outages
@@ -57,7 +64,9 @@ export function toApiError (err: FastifyError | Error): ApiError {
   return new ApiError('internal_error', 'an unexpected error occurred; it has been logged with the request id')
 }
 
-export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
+/** Every Error answer goes out here (and is recorded on the request); `cause`: what was thrown, when it was not the ApiError itself. */
+export function sendError (reply: FastifyReply, error: ApiError, cause: Error = error): FastifyReply {
+  reply.request.failure = { error, cause }
   if (error.headers !== undefined) reply.headers(error.headers)
   return reply.code(error.statusCode).type(JSON_TYPE).send(error.toBody() satisfies ErrorBody)
 }
@@ -114,6 +123,7 @@ declare module 'node:http' {
 async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, 'kind' | 'ping'> }): Promise<void> {
   const outages = new Outages(app.log)
   app.decorate('outages', outages)
+  app.decorateRequest('failure', null)
   app.addHook('onClose', (_app, done) => {
     outages.close()
     done()
@@ -136,7 +146,7 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     } else if (error.statusCode >= 500 && !(err instanceof ApiError)) {
       request.log.error({ err }, 'request failed')
     }
-    return sendError(reply, error)
+    return sendError(reply, error, err)
   })
 
   // The methods of the routes, for Allow. The CORS preflight catch-all answers OPTIONS anywhere; it

@@ -49,6 +49,7 @@ describe('logs', () => {
     assert.equal(line.status, 200)
     assert.equal(typeof line.ms, 'number')
     assert.equal(line.keyId, (await ta.store.listApiKeys())[0]!.id)
+    assert.equal('code' in line, false, 'a success has no error code')
 
     const generated = await ta.app.inject({ url: '/healthz', headers: { 'x-request-id': 'bad id with spaces\n{"forged":1}' } })
     assert.match(String(generated.headers['x-request-id']), /^[0-9a-f-]{36}$/)
@@ -62,8 +63,8 @@ describe('the access line', () => {
     const ta = await buildTestApp(t, { logger: { level: 'info', stream: log.stream } })
     await ta.app.inject({ url: '/v1/pets/7', headers: { ...ta.auth, 'x-request-id': 'order-1' } })
     const line = log.lines().find(l => l.reqId === 'order-1')!
-    assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'keyId', 'method', 'route', 'url', 'status', 'ms', 'msg'])
-    assert.deepEqual([line.level, line.pid, line.route, line.url, line.status], [30, process.pid, '/v1/pets/:petId', '/v1/pets/7', 404])
+    assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'keyId', 'method', 'route', 'url', 'status', 'code', 'ms', 'msg'])
+    assert.deepEqual([line.level, line.pid, line.route, line.url, line.status, line.code], [30, process.pid, '/v1/pets/:petId', '/v1/pets/7', 404, 'not_found'])
     assert.equal(typeof line.time, 'number')
   })
 
@@ -74,6 +75,25 @@ describe('the access line', () => {
     const line = log.lines().find(l => l.reqId === 'key-1')!
     assert.equal(line.message, 'request completed')
     assert.equal(line.msg, undefined)
+  })
+
+  it('names the Error code of an error answer, whoever answered it', async (t) => {
+    const log = capture()
+    const ta = await buildTestApp(t, { logger: { level: 'info', stream: log.stream } })
+    const answers = [
+      [{ url: '/v1/pets', headers: { 'x-request-id': 'c-401' } }, 401, 'unauthorized'],
+      [{ url: '/v1/pets/9999', headers: { ...ta.auth, 'x-request-id': 'c-404' } }, 404, 'not_found'],
+      [{ url: '/v1/nowhere', headers: { ...ta.auth, 'x-request-id': 'c-nf' } }, 404, 'not_found'],
+      [{ method: 'DELETE' as const, url: '/v1/pets', headers: { ...ta.auth, 'x-request-id': 'c-405' } }, 405, 'method_not_allowed'],
+      [{ method: 'POST' as const, url: '/v1/pets', headers: { ...ta.auth, 'x-request-id': 'c-400' }, payload: { name: 'Rex' } }, 400, 'validation_failed']
+    ] as const
+    for (const [request, status, code] of answers) {
+      const res = await ta.app.inject(request)
+      assert.equal(res.statusCode, status)
+      assert.equal(res.json().code, code)
+      const line = log.lines().find(l => l.reqId === request.headers['x-request-id'] && l.msg === 'request completed')
+      assert.equal(line?.code, code, JSON.stringify(line))
+    }
   })
 
   it('is not written below the logger\'s level', async (t) => {
