@@ -78,7 +78,7 @@ export async function buildApp ({ config, store, now = systemClock, logger = fal
   // The first onClose hook, so the last to run (Fastify runs them in reverse order of registration).
   app.addHook('onClose', async () => { if (built) await store.close() })
   try {
-    // First: the server span must start before any other hook and end after every other onSend.
+    // First: the server span starts before any other onRequest hook (its context covers them all).
     if (tracing !== undefined) await app.register(tracing.plugin)
     await app.register(observability, { metrics, tracing })
     await app.register(requestChecks, REQUEST_STEPS)

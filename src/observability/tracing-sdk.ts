@@ -107,7 +107,8 @@ function serverSpans (app: FastifyInstance, tracer: ReturnType<typeof trace.getT
       const status = reply.statusCode
       span.setAttribute('http.response.status_code', status)
       if (request.apiKeyId !== 0) span.setAttribute('petstore.api_key.id', request.apiKeyId)
-      const failure = request.failure
+      // Decorated by the errors plugin, registered after this one.
+      const failure = request.failure ?? null
       if (failure !== null) span.setAttribute('error.type', failure.error.code)
       if (status >= 500) {
         if (failure !== null) span.recordException(failure.cause)

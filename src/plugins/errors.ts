@@ -103,7 +103,7 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
   try {
     answered = request.server.arrive(request, reply)
   } catch (refused) {
-    sendError(reply, toApiError(refused as Error))
+    sendError(reply, toApiError(refused as Error), refused as Error)
     return
   }
   if (!answered) sendError(reply, toApiError(err))

@@ -85,7 +85,9 @@ describe('the access line', () => {
       [{ url: '/v1/pets/9999', headers: { ...ta.auth, 'x-request-id': 'c-404' } }, 404, 'not_found'],
       [{ url: '/v1/nowhere', headers: { ...ta.auth, 'x-request-id': 'c-nf' } }, 404, 'not_found'],
       [{ method: 'DELETE' as const, url: '/v1/pets', headers: { ...ta.auth, 'x-request-id': 'c-405' } }, 405, 'method_not_allowed'],
-      [{ method: 'POST' as const, url: '/v1/pets', headers: { ...ta.auth, 'x-request-id': 'c-400' }, payload: { name: 'Rex' } }, 400, 'validation_failed']
+      [{ method: 'POST' as const, url: '/v1/pets', headers: { ...ta.auth, 'x-request-id': 'c-400' }, payload: { name: 'Rex' } }, 400, 'validation_failed'],
+      // Answered by the not-found handler itself, not through the error handler.
+      [{ url: '/docs/static/missing.js', headers: { 'x-request-id': 'c-static' } }, 404, 'not_found']
     ] as const
     for (const [request, status, code] of answers) {
       const res = await ta.app.inject(request)
