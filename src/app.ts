@@ -21,6 +21,7 @@ import storeOpening from './plugins/store-opening.js'
 import healthRoutes from './routes/health.js'
 import rootRoutes from './routes/root.js'
 import v1Routes from './routes/v1.js'
+import { requestLoggerFactory } from './logging/request-logger.js'
 import { registerSchemas } from './schemas/index.js'
 import { lazyCompilers } from './schemas/lazy-compilers.js'
 import type { Store } from './store/store.js'
@@ -121,6 +122,8 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
         },
     // One line per request, written by the observability plugin with what an operator needs and nothing secret.
     logController: new LogController({ disableRequestLogging: true }),
+    // request.log binds the request id, and is made only for a request that logs more than its access line.
+    childLoggerFactory: requestLoggerFactory,
     bodyLimit: config.bodyLimit,
     // Off on purpose: with it set, Fastify takes any X-Request-Id as-is; the requestId plugin keeps only well-formed ones.
     requestIdHeader: false,

@@ -23,7 +23,7 @@ async function observability (app: FastifyInstance, opts: { metrics: Metrics, tr
     const ms = reply.elapsedTime
     metrics.observe(method, route, status, ms)
     const keyId = request.apiKeyId
-    writeAccessLine(request.log, { keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(request.originalUrl), status, code: request.failure?.error.code, ms: Math.round(ms * 100) / 100, trace: tracing?.fieldsOf(request) })
+    writeAccessLine(app.log, { reqId: request.id, keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(request.originalUrl), status, code: request.failure?.error.code, ms: Math.round(ms * 100) / 100, trace: tracing?.fieldsOf(request) })
     done()
   })
 }
