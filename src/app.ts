@@ -123,7 +123,7 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
     // One line per request, written by the observability plugin with what an operator needs and nothing secret.
     logController: new LogController({ disableRequestLogging: true }),
     // request.log binds the request id, and is made only for a request that logs more than its access line.
-    childLoggerFactory: requestLoggerFactory,
+    ...(logger === false ? {} : { childLoggerFactory: requestLoggerFactory }),
     bodyLimit: config.bodyLimit,
     // Off on purpose: with it set, Fastify takes any X-Request-Id as-is; the requestId plugin keeps only well-formed ones.
     requestIdHeader: false,

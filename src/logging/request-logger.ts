@@ -5,7 +5,7 @@ type LogArgs = [obj: unknown, msg?: string, ...args: unknown[]]
 
 /**
  * `request.log`: the child logger that binds the request id (`reqId`), made on the request's first
- * line of its own: a 5xx (plugins/errors.ts) or a warning of Fastify's. Most requests write only
+ * line of its own: an unexpected error (plugins/errors.ts) or a warning of Fastify's. Most requests write only
  * the access line, which the server's logger writes with `reqId` as its first field (the same line a
  * child writes), so most make none: a pino child per request (its bindings serialized, an object of
  * its own) is about 1 µs and 0.4 KB of a cached read, its largest single item in a CPU profile.
@@ -18,7 +18,7 @@ class RequestLogger implements FastifyBaseLogger {
     return (this.made ??= this.parent.child(this.bindings, this.options))
   }
 
-  get level (): string { return this.made?.level ?? this.parent.level }
+  get level (): string { return this.made?.level ?? this.options.level ?? this.parent.level }
   set level (level: string) { this.log.level = level }
 
   fatal (...args: LogArgs): void { this.log.fatal(...(args as [object])) }

@@ -55,9 +55,12 @@ export async function startSdk (config: TracingConfig, load: { postgres: boolean
       serverSpans(app, tracer)
       done()
     }, { name: 'petstore-tracing' }),
-    mixin: () => {
+    // pino puts a mixin's fields before the line's own: a line that names its request (the access
+    // line) keeps reqId ahead of them, where a child logger bound to the request writes it.
+    mixin: (line) => {
       const span = trace.getSpan(context.active())
-      return span === undefined ? {} : fieldsOfSpan(span)
+      if (span === undefined) return {}
+      return 'reqId' in line ? { reqId: line.reqId, ...fieldsOfSpan(span) } : fieldsOfSpan(span)
     },
     fieldsOf: (request) => {
       const span = (request as Traced)[SPAN]

@@ -10,7 +10,8 @@ export interface TraceFields {
 /** Present only while tracing is on: tracing-sdk.ts, the one module importing the SDK, is loaded then. */
 export interface Tracing {
   plugin: FastifyPluginCallback
-  mixin: () => Partial<TraceFields>
+  /** pino's mixin: the active span's fields for a line (`line`, the object the line was logged with). */
+  mixin: (line: { reqId?: unknown }) => Partial<TraceFields> & { reqId?: unknown }
   fieldsOf: (request: FastifyRequest) => TraceFields | undefined
   traceStore: <S extends Store>(store: S) => S
   shutdown: () => Promise<void>

@@ -149,6 +149,7 @@ describe('OpenTelemetry tracing of the compiled server', () => {
       assert.equal(line.span_id, getPet.spanId)
       assert.equal(line.trace_flags, '01')
       assert.equal(line.reqId, read.headers.get('x-request-id'))
+      assert.deepEqual(Object.keys(line).slice(0, 8), ['level', 'time', 'pid', 'hostname', 'reqId', 'trace_id', 'span_id', 'trace_flags'], 'the request id leads, the trace fields follow')
     })
   }
 
