@@ -383,8 +383,9 @@ async function sqliteReads (svc, dbPath) {
 
 /**
  * Scenarios 1 and 2 again with CORS on (requests carry an allowed Origin) and with tracing on (a
- * span per request exported to a local OTLP receiver), each next to the same baseline: the one
- * request path with the features that add to it. Tracing's cost is judged side by side with the
+ * span per request exported to a local OTLP receiver): the one request path with the features that
+ * add to it. Each is next to a baseline replaying the bytes that service sent: with CORS on, the
+ * answers carry the CORS headers, so that baseline replays the CORS-on answers. Tracing's cost is judged side by side with the
  * plain service `plain` (CPU per request, tracing on / off), every request traced (the default
  * sampler) and, for the record, one root request in ten (the CPU ratio is then off / sampled).
  */
@@ -394,10 +395,12 @@ async function featureReads (plain, dbPath) {
     for (const [feature, env] of Object.entries(featureEnvs(sink.url))) {
       log(`1–2 with ${feature}`)
       const svc = await startService(`service-${feature.replace(' ', '-')}`, dbPath, env)
-      const headers = feature === 'CORS on' ? { ...AUTH, origin: 'https://app.example' } : AUTH
+      const cors = feature === 'CORS on'
+      const headers = cors ? { ...AUTH, origin: 'https://app.example' } : AUTH
+      const limit = cors ? await startBaseline([await capture(svc, 'GET', LIST, headers), await capture(svc, 'GET', PET, headers)]) : base
       try {
-        const r1 = await sideBySide(`1 list limit=20, ${feature}`, svc, { path: LIST, headers }, base, { path: LIST })
-        const r2 = await sideBySide(`2 getPet, ${feature}`, svc, { path: PET, headers }, base, { path: PET })
+        const r1 = await sideBySide(`1 list limit=20, ${feature}`, svc, { path: LIST, headers }, limit, { path: LIST })
+        const r2 = await sideBySide(`2 getPet, ${feature}`, svc, { path: PET, headers }, limit, { path: PET })
         if (feature === 'tracing on') {
           log(`  (${sink.exports()} span exports received)`)
           for (const [scenario, path] of [['1 list limit=20', LIST], ['2 getPet', PET]]) {
@@ -420,6 +423,7 @@ async function featureReads (plain, dbPath) {
         }
       } finally {
         await stop(svc.child)
+        if (limit !== base) await stop(limit.child)
       }
     }
   } finally {
