@@ -204,7 +204,7 @@ async function warmUp (svc, stream) {
 }
 
 /** Alternated service/limit pairs of saturation runs a mix is measured with. */
-const PAIRS = Number(process.env.MIX_PAIRS ?? 3)
+const PAIRS = Number(process.env.MIX_PAIRS ?? 5)
 const median = (xs) => { const v = [...xs].sort((a, b) => a - b); const m = v.length >> 1; return v.length % 2 === 1 ? v[m] : (v[m - 1] + v[m]) / 2 }
 
 const rows = []
@@ -213,7 +213,7 @@ const rows = []
  * B, …) with the same request stream, then both at 80% of the service's peak for the tail. The
  * ratios are the medians of the pairs' own ratios: the two runs of a pair are seconds apart, so a
  * slowdown of a shared machine lasting longer than a pair moves both, and one shorter than the
- * whole measurement moves one pair out of three, not the result.
+ * whole measurement moves a pair or two of five, not the median.
  */
 async function compare (label, svc, limit, pets, dist, creates = true, extra = {}) {
   const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]

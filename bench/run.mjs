@@ -1,9 +1,10 @@
 // `npm run bench`: the service (production build in dist/, as `npm start` runs it) side by side with
-// a raw node:http baseline answering the same bytes from memory. Loopback only, bounded (~5 min with scenario 8).
+// a raw node:http baseline answering the same bytes from memory. Loopback only, bounded (a full run with
+// the mix takes about half an hour).
 // See docs/explanation/performance.md for what each scenario means and how to read the table.
 // `npm run bench -- --only=pg` (or BENCH_ONLY=pg) runs scenario 8 (PostgreSQL) alone; `--only=cold`
 // runs scenario 7 (cold start on a 1M-pet store, next to a bare node:http process) alone; `--only=reads`
-// runs the read scenarios 1–2 and 8.1–8.2 alone (about a minute), for work on the hot path;
+// runs the read scenarios 1–2 and 8.1–8.2 alone (about ten minutes), for work on the hot path;
 // `--only=mix` runs the realistic mix (bench/mix.mjs, where most reads miss the cache) alone;
 // `--only=compress` runs scenario 9 (a cached 100-pet page, identity next to gzip) alone. A full
 // run ends with the mix.
@@ -32,7 +33,7 @@ if (ONLY === 'mix') process.exit(spawnSync(process.execPath, [join(ROOT, 'bench/
 // Seconds per saturation / fixed-rate run; BENCH_DURATION shortens it for a smoke run.
 const DURATION = Number(process.env.BENCH_DURATION ?? 4)
 const WARMUP = Math.max(1, Math.round(DURATION * 0.4))
-// Scenario 8 (PostgreSQL) runs are shorter, to keep the whole bench under 5 minutes.
+// Scenario 8 (PostgreSQL) runs are shorter, to keep the whole bench short.
 const PG_DURATION = Number(process.env.BENCH_PG_DURATION ?? Math.max(1, Math.round(DURATION / 2)))
 const CONNECTIONS = 64
 const BIG = Number(process.env.BENCH_BIG_STORE ?? 1_000_000)
@@ -205,8 +206,12 @@ async function warm (server, spec) {
   await load(server, { ...spec, duration: Math.min(WARMUP, spec.duration ?? WARMUP) })
 }
 
-/** Alternated pairs of saturation runs per side-by-side comparison. */
-const PAIRS = Number(process.env.BENCH_PAIRS ?? 3)
+/**
+ * Alternated pairs of saturation runs per side-by-side comparison. On a shared machine the CPU per
+ * request of one process moves by tens of percent within seconds (neighbours on the same cores):
+ * five pairs keep one bad pair from deciding a median.
+ */
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 5)
 /**
  * PAIRS saturation runs alternating A, B, A, B… (so drift on a shared machine hits both), then a
  * fixed-rate run of each at half of A's peak for latency percentiles. Rows are medians of the runs;
@@ -546,7 +551,7 @@ if (ONLY === 'all') {
   await coldStart(bigDb)
 }
 
-// --only=reads: scenarios 1–2 and 8.1–8.2, the read targets alone (~1 min), for working on the hot path.
+// --only=reads: scenarios 1–2 and 8.1–8.2, the read targets alone, for working on the hot path.
 if (ONLY === 'reads') {
   const db = makeStore('small', SMALL)
   const svc = await startService('service', db, {}, { metrics: true })

@@ -1,7 +1,7 @@
 // Part of `npm run build`, after tsc: replaces dist/server.js (what `npm start`, `petstore serve`,
 // the tests and the bench run) and dist/start-server.js, the service it loads, by bundles. Loading
 // TypeBox's 709 modules, then Fastify, pino and their dependencies one by one was the largest single
-// cost of a start (docs/explanation/performance.md. dist/server.js stays a small entry that turns the
+// cost of a start (docs/explanation/performance.md). dist/server.js stays a small entry that turns the
 // compile cache on and then imports dist/start-server.js, so the bundle's compiled code is cached too.
 // Kept external, loaded from node_modules exactly as before: native code (better-sqlite3), packages
 // that read their own files at run time (the docs page's), and packages loaded only on use (pg,
@@ -9,8 +9,8 @@
 // Not minified, with source maps (dist/*.js.map): a stack trace reads as it is, and
 // `NODE_OPTIONS=--enable-source-maps` maps it to src/*.ts (and node_modules/*/…). Without esbuild's
 // keepNames: it wraps every function and class made at run time in a defineProperty call for its
-// `name`, which on Fastify's per-request closures cost a create ≈ 25–40% more CPU (bench A/B,
-// docs/explanation/performance.md. Without it, only the few names esbuild must rename apart in one
+// `name`, which on Fastify's per-request closures makes a create markedly dearer
+// (docs/explanation/performance.md). Without it, only the few names esbuild must rename apart in one
 // scope get a digit (our Metrics, Fastify's LogController, some TypeBox and pino helpers): nothing
 // reads them, errors keep theirs (test/blackbox/source-maps.test.ts checks names in stack traces).
 import { spawnSync } from 'node:child_process'
