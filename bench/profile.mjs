@@ -1,7 +1,8 @@
-// `npm run bench:profile -- list|get|create [seconds] [--cors]`: runs one scenario against the production
+// `npm run bench:profile -- list|get|create [seconds] [--cors] [--tracing]`: runs one scenario against the production
 // build started with `node --cpu-prof`, and leaves the .cpuprofile under bench/results/profiles/
 // (open it in Chrome DevTools → Performance, or summarise it with bench/profile-summary.mjs).
-// With --cors, the service allows one browser origin (CORS_ORIGINS) and every request carries it.
+// With --cors, the service allows one browser origin (CORS_ORIGINS) and every request carries it; with
+// --tracing, every request is traced and its span exported to a local OTLP receiver (bench/otlp-sink.mjs).
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
@@ -10,12 +11,16 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { smallStore } from './lib.mjs'
+import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 
 const args = process.argv.slice(2)
 const cors = args.includes('--cors')
-const [scenario = 'list', secondsArg = '10'] = args.filter(a => a !== '--cors')
+const tracing = args.includes('--tracing')
+const [scenario = 'list', secondsArg = '10'] = args.filter(a => !a.startsWith('--'))
+/** The profile's name after the scenario: the features it ran with. */
+const suffix = `${cors ? '-cors' : ''}${tracing ? '-tracing' : ''}`
 const seconds = Number(secondsArg)
 const ORIGIN = 'https://app.example.com'
 const KEY = 'psk_' + 'p'.repeat(43)
@@ -31,12 +36,13 @@ const tmp = mkdtempSync(join(tmpdir(), 'petstore-profile-'))
 const dbPath = join(tmp, 'p.db')
 await smallStore(dbPath, KEY, 'profile')
 
+const sink = tracing ? await startOtlpSink() : undefined
 const outDir = join(ROOT, 'bench/results/profiles')
 mkdirSync(outDir, { recursive: true })
 const port = 20000 + Math.floor(Math.random() * 20000)
-const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${scenario}${cors ? '-cors' : ''}-${Date.now()}.cpuprofile`, join(ROOT, 'dist/server.js')], {
+const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${scenario}${suffix}-${Date.now()}.cpuprofile`, join(ROOT, 'dist/server.js')], {
   stdio: ['ignore', 'ignore', 'inherit'],
-  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0', ...(cors ? { CORS_ORIGINS: ORIGIN } : {}) }
+  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0', ...(cors ? { CORS_ORIGINS: ORIGIN } : {}), ...(sink === undefined ? {} : featureEnvs(sink.url)['tracing on']) }
 })
 for (;;) {
   const ok = await new Promise(resolve => request({ host: '127.0.0.1', port, path: '/readyz' }, res => { res.resume(); resolve(res.statusCode === 200) }).on('error', () => resolve(false)).end())
@@ -44,7 +50,8 @@ for (;;) {
   await new Promise(resolve => setTimeout(resolve, 20))
 }
 const res = await autocannon({ url: `http://127.0.0.1:${port}${spec.path}`, method: spec.method ?? 'GET', body: spec.body, headers: { authorization: `Bearer ${KEY}`, ...(cors ? { origin: ORIGIN } : {}), ...spec.headers }, connections: 64, duration: seconds })
-process.stderr.write(`${scenario}${cors ? ' (CORS)' : ''}: ${Math.round(res.requests.total / res.duration)} req/s, non-2xx ${res.non2xx}\n`)
+process.stderr.write(`${scenario}${suffix}: ${Math.round(res.requests.total / res.duration)} req/s, ${res.requests.total} requests, non-2xx ${res.non2xx}\n`)
 await new Promise(resolve => { child.once('exit', resolve); child.kill('SIGTERM') })
+await sink?.close()
 rmSync(tmp, { recursive: true, force: true })
-process.stdout.write(`${readdirSync(outDir).filter(f => new RegExp(`^${scenario}${cors ? '-cors' : ''}-\\d+\\.cpuprofile$`).test(f)).sort().map(f => join(outDir, f)).at(-1)}\n`)
+process.stdout.write(`${readdirSync(outDir).filter(f => new RegExp(`^${scenario}${suffix}-\\d+\\.cpuprofile$`).test(f)).sort().map(f => join(outDir, f)).at(-1)}\n`)
