@@ -4,7 +4,7 @@
 // See docs/explanation/performance.md for what each scenario means and how to read the table.
 // `npm run bench -- --only=pg` (or BENCH_ONLY=pg) runs scenario 8 (PostgreSQL) alone; `--only=cold`
 // runs scenario 7 (cold start on a 1M-pet store, next to a bare node:http process) alone; `--only=reads`
-// runs the read scenarios 1–2 and 8.1–8.2 alone (about ten minutes), for work on the hot path;
+// runs the read scenarios 1–2 and 8.1–8.2 alone (several minutes), for work on the hot path;
 // `--only=mix` runs the realistic mix (bench/mix.mjs, where most reads miss the cache) alone;
 // `--only=compress` runs scenario 9 (a cached 100-pet page, identity next to gzip) alone. A full
 // run ends with the mix.
@@ -122,6 +122,17 @@ async function startBaseline (responses, framework) {
   const child = session.spawn(process.execPath, [join(ROOT, 'bench/baseline.mjs'), String(port), file, ...(framework === undefined ? [] : [framework])], { stdio: ['ignore', 'ignore', 'inherit'] })
   await waitReady(port, responses[0].url, 10000)
   return framework === undefined ? { name: 'baseline', child, port, kind: 'baseline' } : { name: `bare ${framework}`, child, port, kind: 'floor' }
+}
+
+/** The 200 answers of the service to GETs of `urls`, for a baseline to replay. */
+async function okAnswers (service, urls, headers) {
+  const answers = []
+  for (const url of urls) {
+    const a = await capture(service, 'GET', url, headers)
+    if (a.status !== 200) throw new Error(`${service.name} answered GET ${url} with ${a.status}, not 200`)
+    answers.push(a)
+  }
+  return answers
 }
 
 /** Asks the service once and keeps its answer, so the baseline can replay the very same bytes. */
@@ -390,9 +401,10 @@ async function sqliteReads (svc, dbPath) {
  * Scenarios 1 and 2 again with CORS on (requests carry an allowed Origin) and with tracing on (a
  * span per request exported to a local OTLP receiver): the one request path with the features that
  * add to it. Each is next to a baseline replaying the bytes that service sent: with CORS on, the
- * answers carry the CORS headers, so that baseline replays the CORS-on answers. Tracing's cost is judged side by side with the
- * plain service `plain` (CPU per request, tracing on / off), every request traced (the default
- * sampler) and, for the record, one root request in ten (the CPU ratio is then off / sampled).
+ * answers carry the CORS headers, so that baseline replays the CORS-on answers. Tracing's cost is
+ * judged side by side with the plain service `plain` (CPU per request, tracing on / off), every
+ * request traced (the default sampler) and, for the record, one root request in ten (the CPU ratio
+ * is then off / sampled).
  */
 async function featureReads (plain, dbPath) {
   const sink = await startOtlpSink()
@@ -402,8 +414,9 @@ async function featureReads (plain, dbPath) {
       const svc = await startService(`service-${feature.replace(' ', '-')}`, dbPath, env)
       const cors = feature === 'CORS on'
       const headers = cors ? { ...AUTH, origin: 'https://app.example' } : AUTH
-      const limit = cors ? await startBaseline([await capture(svc, 'GET', LIST, headers), await capture(svc, 'GET', PET, headers)]) : base
+      let limit = base
       try {
+        if (cors) limit = await startBaseline(await okAnswers(svc, [LIST, PET], headers))
         const r1 = await sideBySide(`1 list limit=20, ${feature}`, svc, { path: LIST, headers }, limit, { path: LIST })
         const r2 = await sideBySide(`2 getPet, ${feature}`, svc, { path: PET, headers }, limit, { path: PET })
         if (feature === 'tracing on') {

@@ -1,9 +1,9 @@
 // Part of `npm run build`, after tsc: replaces dist/server.js (what `npm start`, `petstore serve`,
 // the tests and the bench run) and dist/start-server.js, the service it loads, by bundles. Loading
-// TypeBox's 709 modules, then Fastify, pino and their dependencies one by one was the largest single
-// cost of a start (docs/explanation/performance.md). dist/server.js stays a small entry that turns the
+// TypeBox's 709 modules, then Fastify, pino and their dependencies one by one is the largest single
+// cost of an unbundled start (docs/explanation/performance.md). dist/server.js stays a small entry that turns the
 // compile cache on and then imports dist/start-server.js, so the bundle's compiled code is cached too.
-// Kept external, loaded from node_modules exactly as before: native code (better-sqlite3), packages
+// Kept external, loaded from node_modules: native code (better-sqlite3), packages
 // that read their own files at run time (the docs page's), and packages loaded only on use (pg,
 // ioredis, prom-client, Ajv…), which would otherwise weigh on every start's parse for nothing.
 // Not minified, with source maps (dist/*.js.map): a stack trace reads as it is, and
