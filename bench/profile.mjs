@@ -16,10 +16,11 @@ import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 
 const args = process.argv.slice(2)
+const OPTIONS = ['--cors', '--tracing']
+const unknown = args.filter(a => a.startsWith('--') && !OPTIONS.includes(a))
+if (unknown.length > 0) throw new Error(`unknown option ${unknown.join(', ')}; the options are ${OPTIONS.join(', ')}`)
 const cors = args.includes('--cors')
 const tracing = args.includes('--tracing')
-const unknown = args.filter(a => a.startsWith('--') && a !== '--cors' && a !== '--tracing')
-if (unknown.length > 0) throw new Error(`unknown option ${unknown.join(', ')}; the options are --cors and --tracing`)
 const [scenario = 'list', secondsArg = '10'] = args.filter(a => !a.startsWith('--'))
 /** The profile's name after the scenario: the features it ran with. */
 const suffix = `${cors ? '-cors' : ''}${tracing ? '-tracing' : ''}`
