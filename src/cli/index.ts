@@ -13,6 +13,14 @@ import { buildProgram } from './program.js'
 
 const program = buildProgram(systemClock)
 
+// A reader that stops early (`petstore keys list | head -1`) closes the pipe: the command ends
+// quietly, as one with nothing more to print. Any other failure to write stdout is a failure.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(EXIT.ok)
+  process.stderr.write(`petstore: cannot write to stdout (${err.code ?? err.message})\n`)
+  process.exit(EXIT.failure)
+})
+
 try {
   await program.parseAsync(process.argv)
 } catch (err) {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
+import { once } from 'node:events'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import Database from 'better-sqlite3'
 import { tempDir } from '../helpers/app.js'
-import { runCli, startServer } from '../helpers/process.js'
+import { childEnv, ROOT, runCli, startServer } from '../helpers/process.js'
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 
@@ -35,6 +37,22 @@ describe('the petstore CLI (black box)', () => {
       assert.equal(everything.includes(key.slice(4)), false, 'a secret was listed')
       assert.equal(everything.includes(sha256(key)), false, 'a hash was listed')
     }
+  })
+
+  it('ends quietly, exit 0, when its reader closes the pipe before the output (`keys list | head -1`)', async (t) => {
+    const db = join(tempDir(t), 'petstore.db')
+    const env = { DATABASE_URL: `sqlite:${db}` }
+    assert.equal((await runCli(['keys', 'create', '--name', 'alpha', '--create'], env)).code, 0)
+    assert.equal((await runCli(['keys', 'create', '--name', 'beta'], env)).code, 0)
+    const child = spawn(process.execPath, [join(ROOT, 'dist/cli/index.js'), 'keys', 'list'], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+    // The reader is gone before the command has started: its first line meets a closed pipe (EPIPE).
+    child.stdout.destroy()
+    let stderr = ''
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+    const [code] = await once(child, 'close') as [number | null]
+    // The store it names, and nothing else: no stack trace.
+    assert.equal(stderr, `petstore: store: SQLite ${db}\n`)
+    assert.equal(code, 0)
   })
 
   it('keys revoke makes a running server that accepted the key refuse it', async (t) => {
