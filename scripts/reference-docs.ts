@@ -136,8 +136,9 @@ ${program.description()}
 
 Run it as \`npx petstore …\` from the project folder (npx finds the command in node_modules/.bin there), or as \`node dist/cli/index.js …\` from anywhere (on a system Node older than 22.14 it runs on the Node \`npm install\` put in node_modules/.petstore-node: [node-runtime.md](node-runtime.md#outside-npm-on-an-older-system-node)). Results go to stdout,
 everything else to stderr; \`petstore COMMAND --help\` prints what follows for one command. A reader
-that closes the pipe early (\`petstore keys list | head -1\`) ends the command quietly with exit 0,
-as one with nothing more to print.
+that closes the pipe early (\`petstore keys list | head -1\`) cuts a listing short with exit 0; where
+stdout is the product (\`export\`, a new key's secret, \`conformance\`'s result) the command exits 1
+(\`keys create\` names the key it stored, to revoke).
 
 ${table(['Exit code', 'Meaning'], Object.entries(EXIT_MEANINGS).map(([code, meaning]) => [code, meaning]))}
 

@@ -13,10 +13,12 @@ import { buildProgram } from './program.js'
 
 const program = buildProgram(systemClock)
 
-// A reader that stops early (`petstore keys list | head -1`) closes the pipe: the command ends
-// quietly, as one with nothing more to print. Any other failure to write stdout is a failure.
+// A reader that stops early (`petstore keys list | head -1`) closes the pipe: no crash and no stack;
+// the command ends with its own exit code. Where stdout is the product (an export, a new key's
+// secret, a check's result) the command itself fails on the lost output. Any other failure to write
+// stdout is a failure.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(EXIT.ok)
+  if (err.code === 'EPIPE') return
   process.stderr.write(`petstore: cannot write to stdout (${err.code ?? err.message})\n`)
   process.exit(EXIT.failure)
 })

@@ -39,20 +39,38 @@ describe('the petstore CLI (black box)', () => {
     }
   })
 
-  it('ends quietly, exit 0, when its reader closes the pipe before the output (`keys list | head -1`)', async (t) => {
+  it('with its reader gone before the output (`| head -1`): a list ends quietly, exit 0; an export, a new key or a failed check exits 1', async (t) => {
     const db = join(tempDir(t), 'petstore.db')
     const env = { DATABASE_URL: `sqlite:${db}` }
     assert.equal((await runCli(['keys', 'create', '--name', 'alpha', '--create'], env)).code, 0)
     assert.equal((await runCli(['keys', 'create', '--name', 'beta'], env)).code, 0)
-    const child = spawn(process.execPath, [join(ROOT, 'dist/cli/index.js'), 'keys', 'list'], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-    // The reader is gone before the command has started: its first line meets a closed pipe (EPIPE).
-    child.stdout.destroy()
-    let stderr = ''
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-    const [code] = await once(child, 'close') as [number | null]
-    // The store it names, and nothing else: no stack trace.
-    assert.equal(stderr, `petstore: store: SQLite ${db}\n`)
-    assert.equal(code, 0)
+    /** Runs the CLI with a stdout whose reader is gone before the command started: its first write meets EPIPE. */
+    const withClosedStdout = async (args: string[]) => {
+      const child = spawn(process.execPath, [join(ROOT, 'dist/cli/index.js'), ...args], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+      child.stdout.destroy()
+      let stderr = ''
+      child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+      const [code] = await once(child, 'close') as [number | null]
+      return { code, stderr }
+    }
+    const named = `petstore: store: SQLite ${db}\n`
+
+    // Output only to look at: the store it names, and nothing else (no stack trace).
+    assert.deepEqual(await withClosedStdout(['keys', 'list']), { code: 0, stderr: named })
+
+    const exported = await withClosedStdout(['export'])
+    assert.equal(exported.code, 1)
+    assert.match(exported.stderr, /^petstore: the output closed before the export was complete \(EPIPE\)$/m)
+
+    // The key is stored before its secret is printed: the line names it, to be revoked.
+    const created = await withClosedStdout(['keys', 'create', '--name', 'gamma'])
+    assert.equal(created.code, 1)
+    assert.match(created.stderr, /^petstore: key 3 was created but could not be printed \(EPIPE\): revoke it with `petstore keys revoke 3` and create another$/m)
+    // A failed check keeps its exit code (nothing listens on port 1).
+    const checked = await withClosedStdout(['conformance', '--base-url', 'http://127.0.0.1:1', '--key', `psk_${'a'.repeat(43)}`])
+    assert.equal(checked.code, 1)
+    assert.match(checked.stderr, /^1 checks against http:\/\/127\.0\.0\.1:1: 0 passed, 1 failed, 0 skipped$/m)
+    for (const r of [exported, created, checked]) assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace')
   })
 
   it('keys revoke makes a running server that accepted the key refuse it', async (t) => {
