@@ -9,6 +9,9 @@ import { CliError } from './exit.js'
 
 export interface StoreOptions { create?: boolean }
 
+/** `mayCreate`: the command always may make the database (migrate); `readsOnly`: it never may. */
+type DatabaseNeed = StoreOptions & { mayCreate?: boolean, readsOnly?: boolean }
+
 /** Adds --create to a command that opens the store (every command but serve and migrate, which always may create). */
 export function withCreateOption (cmd: Command): Command {
   return cmd.option('--create', 'create the SQLite database when the file does not exist yet (without it, a missing file is an error)')
@@ -23,21 +26,26 @@ export function sayStore (db: DatabaseLocation, role = 'store'): void {
   process.stderr.write(`petstore: ${role}: ${describeLocation(db)}\n`)
 }
 
+/** Says on stderr which store a command uses, then refuses a missing SQLite file as requireDatabase does. */
+export function announceStore (config: Readonly<Config>, opts: DatabaseNeed = {}): void {
+  sayStore(config.database)
+  requireDatabase(config, opts)
+}
+
 /**
- * Says on stderr which store a command uses, and refuses to make a fresh SQLite file unless asked:
- * a command run from an unexpected directory, or with a mistyped DATABASE_URL, must not silently
- * work on a new empty database that no server reads.
+ * Refuses to make a fresh SQLite file unless asked: a command run from an unexpected directory, or
+ * with a mistyped DATABASE_URL, must not silently work on a new empty database that no server reads.
+ * A command that only reads the store (`readsOnly`: export, backup, copy's source) has no --create to offer.
  */
-export function announceStore (config: Readonly<Config>, opts: StoreOptions & { mayCreate?: boolean } = {}): void {
+export function requireDatabase (config: Readonly<Config>, opts: DatabaseNeed = {}): void {
   const db = config.database
-  sayStore(db)
   if (db.kind !== 'sqlite' || db.path === ':memory:' || opts.mayCreate === true || opts.create === true) return
   if (!existsSync(db.path)) {
     const why = config.databaseIsDefault
       ? `DATABASE_URL is unset: the default is data/petstore.db in the project directory ${PROJECT_ROOT}`
       : `from DATABASE_URL; a relative path is relative to the working directory ${process.cwd()}`
-    throw new CliError(`no database at ${db.path} (${why}); set DATABASE_URL to the database the server uses, ` +
-      'or pass --create to make a new empty one')
+    throw new CliError(`no database at ${db.path} (${why}); set DATABASE_URL to the database the server uses` +
+      (opts.readsOnly === true ? '' : ', or pass --create to make a new empty one'))
   }
 }
 

@@ -1,7 +1,7 @@
 // requires: script
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
@@ -98,6 +98,41 @@ describe('the petstore CLI cannot surprise (black box)', () => {
     assert.equal(created.code, 0, created.stderr)
     assert.match(created.stderr, new RegExp(`^petstore: store: SQLite ${path}\\ncreated key 1 \\(x\\)`))
     assert.ok(existsSync(path))
+  })
+
+  it('export, backup and copy read only a database that exists; import and copy never make one where a store was lost', async (t) => {
+    const dir = tempDir(t)
+    const missing = join(dir, 'typo.db')
+    const env = { DATABASE_URL: `sqlite:${missing}` }
+    for (const args of [['export', '--out', join(dir, 'e.ndjson')], ['backup', join(dir, 'b.db')], ['copy', '--to', `sqlite:${join(dir, 'c.db')}`]]) {
+      const r = await runCli(args, env)
+      assert.equal(r.code, 1, `${args[0]!}: ${r.stderr}`)
+      assert.match(r.stderr, new RegExp(`^petstore: no database at ${missing} \\(from DATABASE_URL; a relative path is relative to the working directory .*\\); set DATABASE_URL to the database the server uses$`, 'm'), args[0])
+      assert.equal(existsSync(missing), false, `${args[0]!} made the database`)
+    }
+    assert.deepEqual(['e.ndjson', 'b.db', 'c.db'].filter(f => existsSync(join(dir, f))), [])
+
+    // A store made and exported, then its database removed: its marker stays, and refuses an import
+    // (or a copy) into that path until deleted, as it refuses a server start there.
+    const lost = join(dir, 'lost.db')
+    const lostEnv = { DATABASE_URL: `sqlite:${lost}` }
+    assert.equal((await runCli(['keys', 'create', '--name', 'x', '--create'], lostEnv)).code, 0)
+    const exported = join(dir, 'lost.ndjson')
+    assert.equal((await runCli(['export', '--out', exported], lostEnv)).code, 0)
+    for (const f of [lost, `${lost}-wal`, `${lost}-shm`]) rmSync(f, { force: true })
+    const imported = await runCli(['import', exported], lostEnv)
+    assert.equal(imported.code, 1, imported.stderr)
+    assert.match(imported.stderr, new RegExp(`says store \\d+ was created there: its pets and keys are gone \\(removed or moved\\)\\. Put the database back \\(restore a backup\\), or, to load this data there in its place, delete ${lost}\\.store-id and run the command again`))
+    const otherEnv = { DATABASE_URL: `sqlite:${join(dir, 'other.db')}` }
+    assert.equal((await runCli(['keys', 'list', '--create'], otherEnv)).code, 0)
+    const copied = await runCli(['copy', '--to', `sqlite:${lost}`], otherEnv)
+    assert.equal(copied.code, 1, copied.stderr)
+    assert.match(copied.stderr, new RegExp(`delete ${lost}\\.store-id and run the command again`))
+    assert.equal(existsSync(lost), false)
+    rmSync(`${lost}.store-id`)
+    const restored = await runCli(['import', exported], lostEnv)
+    assert.equal(restored.code, 0, restored.stderr)
+    assert.match(restored.stderr, /imported 0 pets, 1 API keys/)
   })
 
   it('exit codes: a blank --name is a usage error (2), revoking a revoked key is nothing to do (3)', async (t) => {

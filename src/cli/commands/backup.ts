@@ -8,7 +8,7 @@ import { parseExport } from '../../services/transfer/parse.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
 import { openTransferReader } from '../../store/transfer.js'
 import { loadCliConfig } from '../config.js'
-import { sayStore } from '../store.js'
+import { announceStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
 
@@ -35,7 +35,7 @@ export function registerBackupCommand (program: Command, clock: Clock): void {
       if (existsSync(dest)) throw new Error(`${dest} already exists; a backup never overwrites a file`)
       const config = loadCliConfig()
       const db = config.database
-      sayStore(db)
+      announceStore(config, { readsOnly: true })
       if (db.kind === 'sqlite' && db.path === ':memory:') throw new Error('DATABASE_URL is sqlite::memory:, which has nothing to back up')
       // A backup folder that does not exist yet (backups/ on a first run) is made, as mkdir -p would.
       mkdirSync(dirname(dest), { recursive: true })

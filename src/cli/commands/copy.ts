@@ -6,7 +6,7 @@ import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../..
 import { openTransferReader, openTransferWriter, type TransferReader } from '../../store/transfer.js'
 import type { StoreConfig } from '../../store/index.js'
 import { loadCliConfig } from '../config.js'
-import { sayStore } from '../store.js'
+import { requireDatabase, sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { secondsSince } from '../summary.js'
 
@@ -50,6 +50,7 @@ export function registerCopyCommand (program: Command, clock: Clock): void {
       sayStore(target, 'target')
       if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
       if (target.kind === 'sqlite' && target.path === ':memory:') throw new Error('--to sqlite::memory: would vanish when the copy ends')
+      requireDatabase(config, { readsOnly: true })
       const started = performance.now()
       const liveSince = clock() - config.idempotencyTtlMs
       const reader = await openTransferReader(config.database, config)

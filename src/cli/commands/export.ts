@@ -5,7 +5,7 @@ import { AtomicFile } from '../../services/transfer/files.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
 import { openTransferReader } from '../../store/transfer.js'
 import { loadCliConfig } from '../config.js'
-import { sayStore } from '../store.js'
+import { announceStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
 
@@ -21,7 +21,7 @@ export function registerExportCommand (program: Command, clock: Clock): void {
       if (opts.json === true && opts.out === undefined) cmd.error('error: --json needs --out (stdout carries the export)', { exitCode: 2, code: 'petstore.usage' })
       const started = performance.now()
       const config = loadCliConfig()
-      sayStore(config.database)
+      announceStore(config, { readsOnly: true })
       const file = opts.out === undefined ? undefined : new AtomicFile(resolve(opts.out))
       const reader = await openTransferReader(config.database, config)
       try {

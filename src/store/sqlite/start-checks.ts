@@ -10,16 +10,19 @@ import { DescribedError } from '../../errors.js'
 export const markerPath = (path: string): string => `${path}.store-id`
 
 /** Called only when `path` does not exist: a marker or a -wal there means a store was. */
-export function refuseNewWhereDataWas (path: string): void {
+/** `loading`: an import or copy into the path, which makes the store anew rather than starting an empty one. */
+export function refuseNewWhereDataWas (path: string, loading = false): void {
   const marker = markerPath(path)
   if (existsSync(marker)) {
     const id = readFileSync(marker, 'utf8').trim()
     throw new StoreMissingError(`the SQLite database ${path} does not exist, but ${marker} says store ${id} was created there: its pets and keys are gone (removed or moved). ` +
-      `Put the database back (restore a backup), or, to start a new empty store there with a new first key, delete ${marker} and start again`)
+      (loading
+        ? `Put the database back (restore a backup), or, to load this data there in its place, delete ${marker} and run the command again`
+        : `Put the database back (restore a backup), or, to start a new empty store there with a new first key, delete ${marker} and start again`))
   }
   if (existsSync(`${path}-wal`)) {
     throw new StoreMissingError(`the SQLite database ${path} does not exist, but its write-ahead log ${path}-wal does: its data is gone (removed or moved). ` +
-      `Put the database back (restore a backup), or, to start a new empty store there, move ${path}-wal and ${path}-shm away and start again`)
+      `Put the database back (restore a backup), or, to ${loading ? 'load this data there in its place' : 'start a new empty store there'}, move ${path}-wal and ${path}-shm away and ${loading ? 'run the command' : 'start'} again`)
   }
 }
 

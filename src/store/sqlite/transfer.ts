@@ -6,13 +6,20 @@ import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/c
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
 } from '../transfer/records.js'
+import { existsSync, statSync } from 'node:fs'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
+import { refuseNewWhereDataWas } from './start-checks.js'
 
 const toIso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
-function open (path: string, synchronous: SynchronousLevel): Database.Database {
-  const db = openSqlite(path, synchronous)
+/**
+ * A reader never makes a database (`mustExist`); a writer may make a new one (import or copy into a
+ * new file), but not where a store's marker or WAL says one was lost, as a server start would not.
+ */
+function open (path: string, synchronous: SynchronousLevel, mustExist: boolean): Database.Database {
+  if (!mustExist && path !== ':memory:' && (!existsSync(path) || statSync(path).size === 0)) refuseNewWhereDataWas(path, true)
+  const db = openSqlite(path, synchronous, { mustExist })
   try {
     migrateSqlite(db)
   } catch (err) {
@@ -46,7 +53,7 @@ export class SqliteTransferReader implements TransferReader {
   private constructor (private readonly db: Database.Database) {}
 
   static open (path: string, synchronous: SynchronousLevel): SqliteTransferReader {
-    return new SqliteTransferReader(open(path, synchronous))
+    return new SqliteTransferReader(open(path, synchronous, true))
   }
 
   async begin (liveSince: number): Promise<Counts> {
@@ -116,7 +123,7 @@ export class SqliteTransferWriter implements TransferWriter {
   }
 
   static open (path: string, synchronous: SynchronousLevel): SqliteTransferWriter {
-    return new SqliteTransferWriter(open(path, synchronous))
+    return new SqliteTransferWriter(open(path, synchronous, false))
   }
 
   async begin (): Promise<Counts> {
