@@ -154,10 +154,11 @@ Run 'petstore keys create --help' for usage.
 \`petstore: store: …\` line on stderr first (\`copy\` a \`petstore: target: …\` line too), whether
 stdout and stderr are a terminal, a pipe or a file (a cron log shows which database a backup
 read); \`backup\`, \`export\` and \`import\` end with a summary line there (with \`--json\`, a JSON
-summary on stdout instead). No command makes a SQLite database it was not asked for: \`backup\`,
-\`export\` and \`copy\` refuse a missing source file (exit 1), the \`keys\` commands need \`--create\`, and
-\`import\` or \`copy --to\` into a new file refuse a path whose store was lost (its \`.store-id\` marker or
-WAL is still there), as a server start does ([durability.md](../explanation/durability.md#at-start)).
+summary on stdout instead). A SQLite database is made only where asked: \`backup\`, \`export\` and
+\`copy\` refuse a source that is missing or an empty file (exit 1), the \`keys\` commands make one only
+with \`--create\`, and \`import\` and \`copy --to\` make one at a new path, but not where a store was lost
+(its \`.store-id\` marker or WAL is still there), as a server start does
+([durability.md](../explanation/durability.md#at-start)); a load that fails removes the database it made.
 
 ${sections.join('\n\n')}
 `

@@ -4,6 +4,7 @@ import { PROJECT_ROOT, type Config, type DatabaseLocation } from '../config/inde
 import { describeFailure } from '../runtime/failure-lines.js'
 import { openStore, type Store } from '../store/index.js'
 import { describeLocation } from '../store/location.js'
+import { isNew } from '../store/sqlite/start-checks.js'
 import { loadCliConfig } from './config.js'
 import { CliError } from './exit.js'
 
@@ -40,11 +41,11 @@ export function announceStore (config: Readonly<Config>, opts: DatabaseNeed = {}
 export function requireDatabase (config: Readonly<Config>, opts: DatabaseNeed = {}): void {
   const db = config.database
   if (db.kind !== 'sqlite' || db.path === ':memory:' || opts.mayCreate === true || opts.create === true) return
-  if (!existsSync(db.path)) {
+  if (isNew(db.path)) {
     const why = config.databaseIsDefault
       ? `DATABASE_URL is unset: the default is data/petstore.db in the project directory ${PROJECT_ROOT}`
       : `from DATABASE_URL; a relative path is relative to the working directory ${process.cwd()}`
-    throw new CliError(`no database at ${db.path} (${why}); set DATABASE_URL to the database the server uses` +
+    throw new CliError(`no database at ${db.path} (${existsSync(db.path) ? 'an empty file; ' : ''}${why}); set DATABASE_URL to the database the server uses` +
       (opts.readsOnly === true ? '' : ', or pass --create to make a new empty one'))
   }
 }

@@ -1,7 +1,7 @@
 // requires: script
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
@@ -111,6 +111,13 @@ describe('the petstore CLI cannot surprise (black box)', () => {
       assert.equal(existsSync(missing), false, `${args[0]!} made the database`)
     }
     assert.deepEqual(['e.ndjson', 'b.db', 'c.db'].filter(f => existsSync(join(dir, f))), [])
+    // An empty file is no database either (SQLite would make one of it): refused, left empty.
+    const empty = join(dir, 'empty.db')
+    writeFileSync(empty, '')
+    const fromEmpty = await runCli(['export', '--out', join(dir, 'e.ndjson')], { DATABASE_URL: `sqlite:${empty}` })
+    assert.equal(fromEmpty.code, 1, fromEmpty.stderr)
+    assert.match(fromEmpty.stderr, new RegExp(`^petstore: no database at ${empty} \\(an empty file; from DATABASE_URL`, 'm'))
+    assert.equal(readFileSync(empty).length, 0)
 
     // A store made and exported, then its database removed: its marker stays, and refuses an import
     // (or a copy) into that path until deleted, as it refuses a server start there.
@@ -130,6 +137,12 @@ describe('the petstore CLI cannot surprise (black box)', () => {
     assert.match(copied.stderr, new RegExp(`delete ${lost}\\.store-id and run the command again`))
     assert.equal(existsSync(lost), false)
     rmSync(`${lost}.store-id`)
+    // A load that fails leaves no database behind at a new path.
+    const bad = join(dir, 'bad.ndjson')
+    writeFileSync(bad, 'not an export\n')
+    const failed = await runCli(['import', bad], lostEnv)
+    assert.equal(failed.code, 1, failed.stderr)
+    assert.equal(existsSync(lost), false, 'a failed import left a database')
     const restored = await runCli(['import', exported], lostEnv)
     assert.equal(restored.code, 0, restored.stderr)
     assert.match(restored.stderr, /imported 0 pets, 1 API keys/)

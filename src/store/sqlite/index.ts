@@ -10,7 +10,7 @@ import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { checkInProcess, OpeningSqliteStore } from './opening.js'
-import { isMalformedError, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
+import { isMalformedError, isNew, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, newStoreId, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
@@ -405,11 +405,6 @@ export class SqliteStore extends KeysAndSettings implements Store, SynchronousRe
 }
 
 type GoneListener = (line: string, reason: StoreGoneError['reason'], level: 'error' | 'info') => void
-
-function isNew (path: string): boolean {
-  const st = statSync(path, { throwIfNoEntry: false })
-  return st === undefined || st.size === 0
-}
 
 /** The file that passed the check in its thread: refused if another one (or none) is at the path now. */
 function openAsChecked (path: string, synchronous: SynchronousLevel, checked: Stats): Database.Database {

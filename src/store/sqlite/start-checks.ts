@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, writeSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 import { DescribedError } from '../../errors.js'
 
@@ -9,8 +9,16 @@ import { DescribedError } from '../../errors.js'
 
 export const markerPath = (path: string): string => `${path}.store-id`
 
-/** Called only when `path` does not exist: a marker or a -wal there means a store was. */
-/** `loading`: an import or copy into the path, which makes the store anew rather than starting an empty one. */
+/** No database at `path`: no file, or an empty one (SQLite would make a new database of it). */
+export function isNew (path: string): boolean {
+  const st = statSync(path, { throwIfNoEntry: false })
+  return st === undefined || st.size === 0
+}
+
+/**
+ * For a `path` that isNew: a marker or a -wal there means a store was. `loading`: an import or copy
+ * into the path, which makes the store anew rather than starting an empty one.
+ */
 export function refuseNewWhereDataWas (path: string, loading = false): void {
   const marker = markerPath(path)
   if (existsSync(marker)) {

@@ -6,10 +6,10 @@ import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/c
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
 } from '../transfer/records.js'
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
-import { refuseNewWhereDataWas } from './start-checks.js'
+import { isNew, refuseNewWhereDataWas, StoreMissingError } from './start-checks.js'
 
 const toIso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
@@ -18,7 +18,10 @@ const toIso = (ms: number | null) => ms === null ? null : new Date(ms).toISOStri
  * new file), but not where a store's marker or WAL says one was lost, as a server start would not.
  */
 function open (path: string, synchronous: SynchronousLevel, mustExist: boolean): Database.Database {
-  if (!mustExist && path !== ':memory:' && (!existsSync(path) || statSync(path).size === 0)) refuseNewWhereDataWas(path, true)
+  if (path !== ':memory:' && isNew(path)) {
+    if (mustExist) throw new StoreMissingError(`no SQLite database at ${path} (no file, or an empty one)`)
+    refuseNewWhereDataWas(path, true)
+  }
   const db = openSqlite(path, synchronous, { mustExist })
   try {
     migrateSqlite(db)
@@ -112,7 +115,8 @@ export class SqliteTransferWriter implements TransferWriter {
   readonly kind = 'sqlite' as const
   private readonly stmts
 
-  private constructor (private readonly db: Database.Database) {
+  /** `made`: the path of the database this writer made, removed again unless a load commits into it. */
+  private constructor (private readonly db: Database.Database, private made: string | undefined) {
     this.stmts = {
       replaceSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value'),
       keepSetting: db.prepare('INSERT OR IGNORE INTO settings (name, value) VALUES (?, ?)'),
@@ -123,7 +127,8 @@ export class SqliteTransferWriter implements TransferWriter {
   }
 
   static open (path: string, synchronous: SynchronousLevel): SqliteTransferWriter {
-    return new SqliteTransferWriter(open(path, synchronous, false))
+    const made = path !== ':memory:' && !existsSync(path) ? path : undefined
+    return new SqliteTransferWriter(open(path, synchronous, false), made)
   }
 
   async begin (): Promise<Counts> {
@@ -148,13 +153,16 @@ export class SqliteTransferWriter implements TransferWriter {
 
   async commit (): Promise<void> {
     this.db.exec('COMMIT')
+    this.made = undefined
   }
 
   async rollback (): Promise<void> {
     if (this.db.inTransaction) this.db.exec('ROLLBACK')
   }
 
+  /** A database this writer made and never committed into is removed: a failed load leaves the path as it was. */
   async close (): Promise<void> {
     if (this.db.open) this.db.close()
+    if (this.made !== undefined) for (const f of [this.made, `${this.made}-wal`, `${this.made}-shm`]) rmSync(f, { force: true })
   }
 }
