@@ -21,16 +21,16 @@ export function isNew (path: string): boolean {
  */
 export function refuseNewWhereDataWas (path: string, loading = false): void {
   const marker = markerPath(path)
+  const instead = loading ? 'load this data there in its place' : 'start a new empty store there'
+  const again = loading ? 'run the command again' : 'start again'
   if (existsSync(marker)) {
     const id = readFileSync(marker, 'utf8').trim()
     throw new StoreMissingError(`the SQLite database ${path} does not exist, but ${marker} says store ${id} was created there: its pets and keys are gone (removed or moved). ` +
-      (loading
-        ? `Put the database back (restore a backup), or, to load this data there in its place, delete ${marker} and run the command again`
-        : `Put the database back (restore a backup), or, to start a new empty store there with a new first key, delete ${marker} and start again`))
+      `Put the database back (restore a backup), or, to ${instead}${loading ? '' : ' with a new first key'}, delete ${marker} and ${again}`)
   }
   if (existsSync(`${path}-wal`)) {
     throw new StoreMissingError(`the SQLite database ${path} does not exist, but its write-ahead log ${path}-wal does: its data is gone (removed or moved). ` +
-      `Put the database back (restore a backup), or, to ${loading ? 'load this data there in its place' : 'start a new empty store there'}, move ${path}-wal and ${path}-shm away and ${loading ? 'run the command' : 'start'} again`)
+      `Put the database back (restore a backup), or, to ${instead}, move ${path}-wal and ${path}-shm away and ${again}`)
   }
 }
 

@@ -1,3 +1,4 @@
+import { existsSync, rmSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 import type { PetStatus } from '../../schemas/pets.js'
 import { scopesText } from '../../schemas/scopes.js'
@@ -6,7 +7,6 @@ import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/c
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
 } from '../transfer/records.js'
-import { existsSync, rmSync } from 'node:fs'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { isNew, refuseNewWhereDataWas, StoreMissingError } from './start-checks.js'
