@@ -13,7 +13,6 @@ import observability from './plugins/observability.js'
 import { docsRoutes, openApiPlugin } from './plugins/openapi.js'
 import overload from './plugins/overload.js'
 import rateLimits from './plugins/rate-limit.js'
-import requestChecks, { admissionChecks, type RequestSteps } from './plugins/request-checks.js'
 import requestId from './plugins/request-id.js'
 import shutdown from './plugins/shutdown.js'
 import storeNotices from './logging/store-notices.js'
@@ -44,32 +43,16 @@ export interface AppOptions {
 }
 
 /**
- * The steps every request meets, by name, in this order (docs/explanation/architecture.md):
- * - on arrival, one synchronous onRequest hook (request-checks.ts): the request id and its header,
- *   nosniff and the edge checks (Host, target length, framing), then the asterisk-form target
- *   (`OPTIONS *`, about the server, never a CORS preflight; the admission checks run for it first);
- * - CORS when it is on (cors.ts): its headers, and the answer to a preflight;
- * - on admission, a second synchronous onRequest hook: the 503 while closing, the 503 of /v1 while
- *   a start's store is still being checked, the 503 while the event loop lags, each with CORS's
- *   headers for a browser to read;
- * - then, under /v1, the scope's first onRequest hook, the authentication policy (auth.ts):
- *   authentication, the key's limit, the route's scope, decided at once while the key cache and the
- *   in-memory limits answer;
- * - before a byte of the body, one synchronous preParsing hook: 404/405 and undecodable URLs, then
- *   Expect, Content-Encoding and the declared size (413), and 100-continue;
- * - then the route's validation and handler, and at the end the access line and metrics (observability.ts).
- */
-const REQUEST_STEPS: RequestSteps = {
-  onArrival: ['request id', 'edge', 'asterisk-form'],
-  onAdmission: ['closing', 'opening', 'overload'],
-  beforeBody: ['unrouted', 'body']
-}
-
-/**
- * Builds the service without listening: one plugin per concern, registered in the order a request
- * meets them (docs/explanation/architecture.md). Each plugin installs its own hooks and its own clean-up;
- * the checks every request meets on arrival, on admission and before its body run as one
- * synchronous hook per stage (request-checks.ts), in the order REQUEST_STEPS names them.
+ * Builds the service without listening. Each concern is one plugin with its own hooks, registered in
+ * the order a request meets them (Fastify runs hooks of one kind in registration order; the list is
+ * drawn in docs/explanation/architecture.md):
+ * - onRequest: the server span (tracing, when on), the request id and its header, nosniff and the
+ *   edge checks (Host, target, framing), CORS (when on), the 503 while closing, the 503 while the
+ *   event loop lags, the asterisk-form target (`OPTIONS *`); then, in the /v1 scope, the 503 while a
+ *   start's store is still being checked and the authentication policy (key, limits, scope);
+ * - preParsing, before a byte of the body is read: 404/405 and undecodable URLs (errors), then
+ *   Expect, Content-Encoding, the declared size (413) and 100-continue (before-body);
+ * - the route's validation and handler; onResponse: the access line and metrics (observability).
  * The store is the caller's until the app is built; from then on it is closed when the app closes,
  * last, after in-flight requests finished.
  */
@@ -82,15 +65,13 @@ export async function buildApp ({ config, store, now = systemClock, logger = fal
     // First: the server span starts before any other onRequest hook (its context covers them all).
     if (tracing !== undefined) await app.register(tracing.plugin)
     await app.register(observability, { metrics, tracing })
-    await app.register(requestChecks, REQUEST_STEPS)
     await app.register(requestId)
     await app.register(hardening)
     await app.register(cors, { origins: config.corsOrigins })
-    await app.register(admissionChecks)
     await app.register(shutdown)
-    await app.register(storeOpening, { store })
     await app.register(overload, { maxEventLoopDelayMs: config.eventLoopMaxDelayMs, sampleIntervalMs: pressureSampleIntervalMs })
     await app.register(errorHandling, { store })
+    await app.register(storeOpening, { store })
     await app.register(storeNotices, { store })
     installJsonBodyParser(app, config.bodyLimit)
     await app.register(beforeBody)

@@ -25,9 +25,9 @@ function contentCodings (request: FastifyRequest): string[] {
 }
 
 /**
- * What is decided before a byte of a request body is read, in the last check of the preParsing pass
- * (request-checks.ts), so after authentication (onRequest) and after the 404/405 answer of an
- * unknown route:
+ * What is decided before a byte of a request body is read, in a preParsing hook registered after the
+ * errors plugin's, so after authentication (onRequest) and after the 404/405 answer of an unknown
+ * route:
  * - an `Expect` other than `100-continue` → 417 `expectation_failed` (RFC 9110 §10.1.1). Node's own
  *   answer would be a bare 417, before routing and without any of our headers;
  * - a body sent with a content coding (`Content-Encoding: gzip`, `br`, …) → 415
@@ -57,9 +57,9 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
     done()
   })
 
-  app.checkBeforeBody('body', (request, reply) => {
+  app.addHook('preParsing', async (request, reply, payload) => {
     if (unmetExpectation.has(request.raw)) throw new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
-    if (!BODY_METHODS.has(request.method) || !hasBody(request)) return
+    if (!BODY_METHODS.has(request.method) || !hasBody(request)) return payload
     const codings = contentCodings(request)
     if (codings.length > 0) {
       throw new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`)
@@ -67,7 +67,8 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
     const length = Number(request.headers['content-length'])
     if (length > request.routeOptions.bodyLimit) throw new ApiError('payload_too_large', 'request body is larger than the body limit')
     if (awaitingContinue.has(request.raw)) reply.raw.writeContinue()
+    return payload
   })
 }
 
-export default fp(beforeBody, { name: 'petstore-before-body', dependencies: ['petstore-request-checks'] })
+export default fp(beforeBody, { name: 'petstore-before-body', dependencies: ['petstore-errors'] })

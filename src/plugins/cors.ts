@@ -12,16 +12,22 @@ const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'If
 
 /**
  * CORS for the browser origins in CORS_ORIGINS (none: CORS off, no Access-Control headers and no
- * preflight route). Preflights are answered before authentication: they carry no credentials.
+ * preflight route). Preflights are answered before authentication: they carry no credentials. The
+ * asterisk-form target (`OPTIONS *`) is about the server, never a preflight: CORS is off for it
+ * (the errors plugin answers it).
  */
 async function cors (app: FastifyInstance, opts: { origins: readonly string[] }): Promise<void> {
   if (opts.origins.length === 0) return
-  await app.register(fastifyCors, {
+  const options = {
     origin: [...opts.origins],
     methods: METHODS,
     allowedHeaders: ALLOWED_HEADERS,
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600
+  }
+  const off = { origin: false }
+  await app.register(fastifyCors, {
+    delegator: (request, callback) => { callback(null, request.url === '*' ? off : options) }
   })
 }
 

@@ -98,15 +98,9 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
     request.server.routing(raw, reply.raw)
     return
   }
-  // The arrival steps (request id, nosniff, the edge checks...), as every other request meets them.
-  let answered: boolean
-  try {
-    answered = request.server.arrive(request, reply)
-  } catch (refused) {
-    sendError(reply, toApiError(refused as Error), refused as Error)
-    return
-  }
-  if (!answered) sendError(reply, toApiError(err))
+  // Not reached by a URL the router produces after the escaping above (nor by any route: none has an
+  // asynchronous constraint); answered here, where no hook ran.
+  sendError(reply, toApiError(err))
 }
 
 declare module 'node:http' {
@@ -172,31 +166,31 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     return new ApiError('not_found', `no route ${request.method} ${path}`)
   }
   // The asterisk-form target (RFC 9112 §3.2.4) asks about the server as a whole, and only OPTIONS
-  // may: the answer lists every method the server has. Any other method with it is refused. Answered
-  // on arrival, before CORS (it is never a preflight), after the admission checks (503 while closing
-  // or overloaded) run here for it.
+  // may: the answer lists every method the server has. Any other method with it is refused. This
+  // plugin registers after CORS (which leaves `*` alone: plugins/cors.ts), shutdown and overload
+  // (app.ts), so their 503s come first.
   let serverMethods: string | undefined
-  app.checkOnArrival('asterisk-form', (request, reply) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (request.url !== '*') return
-    if (app.admit(request, reply)) return true
     if (request.method !== 'OPTIONS') throw new ApiError('bad_request', `the request target * is only for OPTIONS, not ${request.method}`)
     serverMethods ??= [...new Set([...methods, 'OPTIONS'])].sort().join(', ')
     reply.code(204).header('allow', serverMethods).send()
-    return true
+    return reply
   })
 
   app.decorate('notFoundHandler', async (request: FastifyRequest, reply: FastifyReply) => sendError(reply, unrouted(request)))
   app.setNotFoundHandler(app.notFoundHandler)
 
-  // Before the body (the preParsing pass): after every onRequest hook of the scope the URL addresses (authentication under
+  // Before the body (preParsing): after every onRequest hook of the scope the URL addresses (authentication under
   // /v1), before the body is read, validated or routed to a handler.
   // A request no route takes is answered here too, 404 or 405, whatever its method and body: Fastify
   // would otherwise read, limit and parse the body of a not-found request (413, invalid_json, or its
   // own 400 for a QUERY without Content-Type) before the not-found handler runs.
-  app.checkBeforeBody('unrouted', (request) => {
+  app.addHook('preParsing', async (request, _reply, payload) => {
     if (badUrls.has(request.raw)) throw new ApiError('invalid_parameter', BAD_URL_MESSAGE)
     if (request.is404) throw unrouted(request)
+    return payload
   })
 }
 
-export default fp(errorHandling, { name: 'petstore-errors', dependencies: ['petstore-observability', 'petstore-request-checks'] })
+export default fp(errorHandling, { name: 'petstore-errors', dependencies: ['petstore-observability'] })

@@ -34,9 +34,6 @@ export function validHost (value: string): boolean {
   return true
 }
 
-/** The last Host value found valid: clients of one server send the same one request after request. */
-let lastValidHost: string | undefined
-
 /** The transfer codings of a Transfer-Encoding field value, lower case, as listed. */
 function transferCodings (value: string): string[] {
   return value.split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '')
@@ -64,9 +61,8 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
   const host = req.headers.host
   if (host === undefined) {
     if (req.httpVersion === '1.1') return new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')
-  } else if (host !== lastValidHost) {
-    if (!validHost(host)) return new ApiError('bad_request', 'the Host header must be a host name or address with an optional port (RFC 3986 uri-host [":" port])')
-    lastValidHost = host
+  } else if (!validHost(host)) {
+    return new ApiError('bad_request', 'the Host header must be a host name or address with an optional port (RFC 3986 uri-host [":" port])')
   }
   const repeated = repeatedSingleton(req.rawHeaders)
   if (repeated !== undefined) return new ApiError('bad_request', `the ${repeated} header must be sent once`)
@@ -85,13 +81,12 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
  * responses in line on each connection kept for the clientError handler (client-errors.ts).
  */
 async function hardening (app: FastifyInstance): Promise<void> {
-  app.checkOnArrival('edge', (request, reply) => {
+  app.addHook('onRequest', async (request, reply) => {
     reply.header('x-content-type-options', NOSNIFF)
     const problem = edgeProblem(request.raw)
-    if (problem !== undefined) {
-      reply.header('connection', 'close')
-      throw problem
-    }
+    if (problem === undefined) return
+    reply.header('connection', 'close')
+    throw problem
   })
   const onConnect = connectAsRequest(app)
   app.server.on('connect', onConnect)
@@ -104,4 +99,4 @@ async function hardening (app: FastifyInstance): Promise<void> {
   })
 }
 
-export default fp(hardening, { name: 'petstore-hardening', dependencies: ['petstore-request-checks'] })
+export default fp(hardening, { name: 'petstore-hardening' })

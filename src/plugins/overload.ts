@@ -11,23 +11,22 @@ export interface OverloadOptions {
 }
 
 /**
- * Overload shedding: while the event loop lags past the bound, every request (health checks
- * included) is answered at once with 503 and Retry-After instead of queueing behind the lag.
- * @fastify/under-pressure samples the delay (its timer stops when the app closes, the library's
- * onClose); the check itself is one comparison in the onRequest pass (request-checks.ts). The
- * library is given no bound, so it installs no hook of its own: its hook reads
- * `request.routeOptions` (an object built on every read) for each request.
+ * Overload shedding by @fastify/under-pressure: while the event loop lags past the bound, every
+ * request (health checks included) is answered at once with 503 and Retry-After instead of queueing
+ * behind the lag. The library's own onRequest hook decides; its pressure handler here counts the
+ * shed request and answers with the API's Error. Registered after CORS (app.ts), so a browser can
+ * read the 503.
  */
 async function overload (app: FastifyInstance, opts: OverloadOptions): Promise<void> {
-  const max = opts.maxEventLoopDelayMs
-  if (max <= 0) return
-  await app.register(underPressure, { sampleInterval: opts.sampleIntervalMs ?? 1000 })
-  const pressure = app.memoryUsage
-  app.checkOnArrival('overload', () => {
-    if (pressure().eventLoopDelay <= max) return
-    app.metrics.overloaded.inc()
-    throw new ApiError('service_unavailable', 'the server is overloaded; retry later', { 'retry-after': '2' })
+  if (opts.maxEventLoopDelayMs <= 0) return
+  await app.register(underPressure, {
+    maxEventLoopDelay: opts.maxEventLoopDelayMs,
+    sampleInterval: opts.sampleIntervalMs ?? 1000,
+    pressureHandler: async () => {
+      app.metrics.overloaded.inc()
+      throw new ApiError('service_unavailable', 'the server is overloaded; retry later', { 'retry-after': '2' })
+    }
   })
 }
 
-export default fp(overload, { name: 'petstore-overload', dependencies: ['petstore-observability', 'petstore-request-checks'] })
+export default fp(overload, { name: 'petstore-overload', dependencies: ['petstore-observability'] })

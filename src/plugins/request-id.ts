@@ -11,13 +11,17 @@ function requestIdOf (given: string | string[] | undefined): string {
 }
 
 /**
- * Request ids: the client's X-Request-Id when well-formed, else a UUID; echoed on every response
- * and bound to every log line of the request (pino's `reqId`). Fastify's `requestIdHeader` stays
- * off (app.ts): with it, any X-Request-Id would be taken as-is, forged log text included.
+ * Request ids: the client's X-Request-Id when well-formed, else a UUID (Fastify's genReqId); echoed on
+ * every response and bound to every log line of the request (pino's `reqId`). Fastify's
+ * `requestIdHeader` stays off (app.ts): with it, any X-Request-Id would be taken as-is, forged log
+ * text included.
  */
 async function requestId (app: FastifyInstance): Promise<void> {
   app.setGenReqId((req) => requestIdOf(req.headers['x-request-id']))
-  app.checkOnArrival('request id', (request, reply) => { reply.header('x-request-id', request.id) })
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id)
+    done()
+  })
 }
 
-export default fp(requestId, { name: 'petstore-request-id', dependencies: ['petstore-request-checks'] })
+export default fp(requestId, { name: 'petstore-request-id' })

@@ -44,7 +44,7 @@ async function shutdown (app: FastifyInstance): Promise<void> {
     clearInterval(sweep)
     done()
   })
-  app.checkOnArrival('closing', (_request, reply) => {
+  app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return
     reply.header('connection', 'close')
     throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
@@ -55,4 +55,4 @@ async function shutdown (app: FastifyInstance): Promise<void> {
   })
 }
 
-export default fp(shutdown, { name: 'petstore-shutdown', dependencies: ['petstore-request-checks'] })
+export default fp(shutdown, { name: 'petstore-shutdown' })

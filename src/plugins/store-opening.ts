@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { StoreOpeningError } from '../errors.js'
 import { isOpening, type Store } from '../store/store.js'
 
 declare module 'fastify' {
@@ -20,8 +19,6 @@ declare module 'fastify' {
     storeOpened: () => Promise<void>
   }
 }
-
-const underV1 = (url: string): boolean => url.startsWith('/v1') && (url.length === 3 || url[3] === '/' || url[3] === '?')
 
 /**
  * The window of a start in which the server listens but its store is not open yet: /healthz
@@ -49,11 +46,6 @@ async function storeOpening (app: FastifyInstance, opts: { store: Store }): Prom
     opened.catch(() => {}) // the start waits for it; nothing else may
     done()
   })
-  // Only for a store that opens in the background: a step left unset costs the others nothing.
-  // By the target as sent; one that reaches /v1 otherwise (percent-encoded) meets the store's own StoreOpeningError.
-  app.checkOnArrival('opening', (request) => {
-    if (opening && underV1(request.url)) throw new StoreOpeningError()
-  })
 }
 
-export default fp(storeOpening, { name: 'petstore-store-opening', dependencies: ['petstore-request-checks'] })
+export default fp(storeOpening, { name: 'petstore-store-opening' })

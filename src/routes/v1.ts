@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, RouteOptions } from 'fastify'
 import type { Config } from '../config/index.js'
+import { StoreOpeningError } from '../errors.js'
 import idempotencyPurge from '../services/idempotency-purge.js'
 import { ALL_SCOPES, isScope, type Scope } from '../schemas/scopes.js'
 import { CursorCodec } from '../services/cursor.js'
@@ -36,10 +37,14 @@ export interface V1Options {
   now: Clock
 }
 
-// The authentication policy (plugins/auth.ts) is this scope's first onRequest hook, so it runs for its
-// routes, its unknown paths and wrong methods (404/405), and its undecodable URLs alike.
+// This scope's onRequest hooks run for its routes, its unknown paths and wrong methods (404/405), and
+// its undecodable URLs alike: first 503 while a start's store is still being checked
+// (plugins/store-opening.ts), then the authentication policy (plugins/auth.ts).
 export default async function v1Routes (app: FastifyInstance, opts: V1Options): Promise<void> {
   const { config, store, now } = opts
+  app.addHook('onRequest', async () => {
+    if (app.storeOpening) throw new StoreOpeningError()
+  })
   app.addHook('onRequest', app.authenticate)
   app.addHook('onRoute', requireScope)
 
