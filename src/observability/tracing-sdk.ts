@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TracingConfig } from '../config/index.js'
 import { redactUrl } from '../services/redact.js'
-import { type IdempotentCreateResult, type SyncPetReads, syncReadsOf, type Store } from '../store/store.js'
+import { type IdempotentCreateResult, type Store } from '../store/store.js'
 import type { TraceFields, Tracing } from './tracing-types.js'
 
 const require = createRequire(import.meta.url)
@@ -155,21 +155,8 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
   }
   if (store.kind === 'sqlite') {
     const sqlite = (operation: string, table: string) => ({ 'db.system': 'sqlite', 'db.operation.name': operation, 'db.collection.name': table })
-    // Reads are synchronous (syncReads), and getPet/listPets call them: the span is on the read itself.
-    const reads = syncReadsOf(store)
-    if (reads !== undefined) {
-      const read = <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A): R =>
-        tracer.startActiveSpan('SELECT pets', { kind: SpanKind.CLIENT, attributes: sqlite('SELECT', 'pets') }, (span) => {
-          try {
-            return fn.apply(reads, args)
-          } catch (err) {
-            throw failed(span, err)
-          } finally {
-            span.end()
-          }
-        })
-      Object.defineProperty(traced, 'syncReads', { value: { getPet: read(reads.getPet), listPets: read(reads.listPets), pageIsFinal: reads.pageIsFinal.bind(reads) } satisfies SyncPetReads })
-    }
+    wrap('getPet' as Method<S>, 'SELECT pets', sqlite('SELECT', 'pets'))
+    wrap('listPets' as Method<S>, 'SELECT pets', sqlite('SELECT', 'pets'))
     wrap('findApiKeyByHash' as Method<S>, 'SELECT api_keys', sqlite('SELECT', 'api_keys'))
     wrap('ping' as Method<S>, 'SELECT', { 'db.system': 'sqlite', 'db.operation.name': 'SELECT' })
     wrap('createPet' as Method<S>, 'INSERT pets', { ...sqlite('INSERT', 'pets'), 'petstore.group_commit': true })

@@ -7,7 +7,7 @@ import { docsPageOptions } from '../docs/page.js'
 import { SCOPES } from '../schemas/scopes.js'
 import { describeUnroutedRequests } from '../schemas/unrouted.js'
 import { documentRoute, redirectDocsIndex } from '../http/document-routes.js'
-import { headNoBody } from '../http/etag.js'
+import { headNoBody } from '../http/representations.js'
 import { JSON_TYPE } from '../http/media-types.js'
 
 type Json = Record<string, unknown>

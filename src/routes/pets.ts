@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto'
-import { Readable } from 'node:stream'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { TSchema } from 'typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../errors.js'
-import { answerRead, etagOf, refusePreconditions } from '../http/etag.js'
+import { answerRead, type ReadCache, refusePreconditions, represent, REVALIDATE, serialized } from '../http/representations.js'
 import type { Metrics } from '../observability/metrics.js'
 import type { Clock } from '../runtime/clock.js'
 import {
@@ -14,13 +12,12 @@ import {
 import { Ref } from '../schemas/common.js'
 import { AUTHORIZATION_CODES, errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
-import type { PageQuery, PageRender, PetReads, Representation } from '../services/pet-reads.js'
+import { type PageQuery, readPage } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 
 /** getPet's 200 body (and createPet's 201). */
 const PET = Ref(PetSchema)
-// Reads carry a strong ETag and revalidate (see http/etag.ts).
-// Read bodies are compressed on request (http/content-coding.ts): Content-Encoding, Vary.
+// Reads carry a strong ETag, revalidate and are compressed on request (http/representations.ts).
 const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl, 'Content-Encoding': Headers.contentEncoding, Vary: Headers.vary }
 /**
  * getPet's deprecation and removal, as the interface contract announces them: the Deprecation and
@@ -33,8 +30,8 @@ const SUCCESSOR = '</v1/pets>; rel="successor-version"'
 
 export interface PetRoutesOptions {
   store: Store
-  /** getPet and listPets go through the read cache. */
-  reads: PetReads
+  /** getPet and listPets answers are kept finished here. */
+  cache: ReadCache
   cursors: CursorCodec
   getPetDeprecatedAt: Date
   getPetSunsetAt: Date
@@ -53,34 +50,10 @@ function fingerprint (pet: NewPet): string {
   return createHash('sha256').update(JSON.stringify([pet.name, String(pet.categoryId), pet.status])).digest('hex')
 }
 
-/**
- * Makes a read's 200 representation once, for its answer and the read cache: the body serialized by
- * the 200 schema the route declares, compiled by the app's serializer compiler as Fastify compiles
- * the route's own (on first use: the compiler is set up once the routes are), and its strong ETag.
- * No reply is needed: the read cache keeps what it makes.
- */
-function representer (app: FastifyInstance, url: string, schema: TSchema): (payload: Pet | Pet[], link?: string) => Representation {
-  let serialize: ((payload: unknown) => string) | undefined
-  return (payload, link) => {
-    serialize ??= app.serializerCompiler!({ schema, method: 'GET', url, httpStatus: '200', contentType: 'application/json' })
-    const body = serialize(payload)
-    return { body, bytes: Buffer.byteLength(body), etag: etagOf(body), link, gzip: undefined, br: undefined, key: undefined }
-  }
-}
-
-/**
- * Sends a read's answer (etag.ts, answerRead): the representation as it is (in the coding
- * Accept-Encoding chooses), with no serialization and no hashing, or a 304 without a body (an empty
- * stream for every method: Fastify's own HEAD hook needs one, and a GET's 304 then has no
- * Content-Length either). `reads` accounts for compressed forms added to a cached representation.
- */
-function send (request: FastifyRequest, reply: FastifyReply, rep: Representation, reads: PetReads): string | Buffer | Readable {
-  return answerRead(request.headers, reply, rep, reads.grew) ?? Readable.from([])
-}
-
 /** The three operations of the Petstore v1 interface. Authentication is installed by the /v1 scope. */
 export default async function petRoutes (fastify: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
-  const { store, reads, cursors, metrics } = opts
+  const { store, cache, cursors, metrics } = opts
+  const answer = { cacheControl: REVALIDATE, cache }
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   // Every request part of these routes is checked by the root's validator compiler (registerSchemas)
   // against the schema the route declares.
@@ -91,12 +64,10 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
     return afterId === undefined ? undefined : { afterId, limit: q.limit, status: q.status }
   }
-  const pageJson = representer(fastify, `${fastify.prefix}/pets`, PetsSchema)
-  /** How a page of this query is made: with the Link to the next page when more follow. */
-  const pageRender = (q: ListPetsQuery): PageRender => (pets, last) => {
-    if (last === undefined) return pageJson(pets)
+  /** The Link to the page after `last`, with this query's limit and status. */
+  const nextLink = (q: ListPetsQuery, last: Pet): string => {
     const status = q.status === undefined ? '' : `&status=${q.status}`
-    return pageJson(pets, `</v1/pets?limit=${q.limit}${status}&cursor=${cursors.encode(last.id, q.status)}>; rel="next"`)
+    return `</v1/pets?limit=${q.limit}${status}&cursor=${cursors.encode(last.id, q.status)}>; rel="next"`
   }
 
   app.get('/pets', {
@@ -117,13 +88,18 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       }
     },
     config: { scope: 'pets:read' }
-  }, (request, reply) => {
+  }, async (request, reply) => {
     const q = request.query
     const page = pageOf(q)
     if (page === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
-    const rep = reads.page(page, pageRender(q))
-    // Not async: a page read at once (a hit; any read on SQLite) is sent without a promise or a microtask.
-    return rep instanceof Promise ? rep.then(r => send(request, reply, r, reads)) : send(request, reply, rep, reads)
+    const key = `l${q.status ?? ''}:${page.afterId ?? ''}:${q.limit}`
+    let rep = cache.get('page', key)
+    if (rep === undefined) {
+      const { pets, last, final } = await readPage(store, page)
+      rep = represent(serialized(reply, pets), last === undefined ? undefined : nextLink(q, last))
+      if (final) cache.keep(key, rep)
+    }
+    return answerRead(request, reply, rep, answer)
   })
 
   app.post('/pets', {
@@ -187,7 +163,6 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     reply.header('sunset', sunset)
     reply.header('link', SUCCESSOR)
   }
-  const petJson = representer(fastify, `${fastify.prefix}/pets/:petId`, PET)
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet',
@@ -221,14 +196,15 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
       }
       done()
     }
-  }, (request, reply) => {
+  }, async (request, reply) => {
     const { petId } = request.params
-    const found = (rep: Representation | undefined): string | Buffer | Readable => {
-      if (rep === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
-      return send(request, reply, rep, reads)
+    const key = `p${petId}`
+    let rep = cache.get('pet', key)
+    if (rep === undefined) {
+      const pet = await store.getPet(petId)
+      if (pet === undefined) throw new ApiError('not_found', `no pet with id ${petId}`)
+      rep = cache.keep(key, represent(serialized(reply, pet)))
     }
-    const rep = reads.pet(petId, petJson)
-    // Not async: a pet read at once (a hit; any read on SQLite) is sent without a promise or a microtask.
-    return rep instanceof Promise ? rep.then(found) : found(rep)
+    return answerRead(request, reply, rep, answer)
   })
 }

@@ -1,7 +1,7 @@
 import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { varyOn } from '../http/etag.js'
+import { varyOn } from '../http/representations.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { errorResponses, Headers } from '../schemas/responses.js'
 

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, RouteOptions } from 'fastify'
 import type { Config } from '../config/index.js'
 import { StoreOpeningError } from '../errors.js'
+import { ReadCache } from '../http/representations.js'
 import idempotencyPurge from '../services/idempotency-purge.js'
 import { ALL_SCOPES, isScope, type Scope } from '../schemas/scopes.js'
 import { CursorCodec } from '../services/cursor.js'
-import { PetReads } from '../services/pet-reads.js'
 import type { Clock } from '../runtime/clock.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
@@ -56,7 +56,7 @@ export default async function v1Routes (app: FastifyInstance, opts: V1Options): 
   })
   await app.register(petRoutes, {
     store,
-    reads: new PetReads(store, config.readCacheMaxBytes, app.metrics),
+    cache: new ReadCache(config.readCacheMaxBytes, app.metrics),
     cursors,
     getPetDeprecatedAt: GETPET_DEPRECATED_AT,
     getPetSunsetAt: GETPET_SUNSET_AT,

@@ -64,13 +64,6 @@ export interface PoolStats {
   waiting: number
 }
 
-export interface SyncPetReads {
-  getPet (id: bigint): Pet | undefined
-  listPets (params: ListPetsParams): Pet[]
-  /** False while a committed batch in (afterId, lastId] is not yet flushed (hidden), so a page spanning it is not kept. */
-  pageIsFinal (afterId: bigint | null, lastId: bigint): boolean
-}
-
 /** Pets are immutable: nothing here updates or deletes one. */
 export interface PetRepository {
   /**
@@ -85,6 +78,12 @@ export interface PetRepository {
   createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult>
   getPet (id: bigint): Promise<Pet | undefined>
   listPets (params: ListPetsParams): Promise<Pet[]>
+  /**
+   * Whether a full page that read up to `lastId` can never change: false while a committed batch
+   * with ids in (afterId, lastId] is not yet visible (SQLite's group commit before its flush), so the
+   * read cache does not keep it. Always true where ids become visible in id order as they commit.
+   */
+  pageIsFinal (afterId: bigint | null, lastId: bigint): boolean
 }
 
 export interface IdempotencyRepository {
@@ -123,11 +122,6 @@ export interface StoreLifecycle {
  */
 export interface Store extends PetRepository, IdempotencyRepository, ApiKeyRepository, SettingRepository, StoreLifecycle {}
 
-/** SQLite: its reads run on the event loop anyway, so the read cache answers a miss at once. */
-export interface SynchronousReads {
-  readonly syncReads: SyncPetReads
-}
-
 export interface PooledStore {
   poolStats (): PoolStats
 }
@@ -162,10 +156,8 @@ export interface Opening {
 
 const has = (store: object, member: string): boolean => member in store && (store as Record<string, unknown>)[member] !== undefined
 
-export const readsSynchronously = <S extends object>(store: S): store is S & SynchronousReads => has(store, 'syncReads')
 export const isPooled = <S extends object>(store: S): store is S & PooledStore => has(store, 'poolStats')
 export const namesStatements = <S extends object>(store: S): store is S & StatementNaming => has(store, 'namedStatements') && has(store, 'onNamingStopped')
 export const hasBackgroundWriter = <S extends object>(store: S): store is S & BackgroundWriter => has(store, 'startWriter')
-export const syncReadsOf = (store: object): SyncPetReads | undefined => readsSynchronously(store) ? store.syncReads : undefined
 export const noticesGone = <S extends object>(store: S): store is S & GoneNotices => has(store, 'onGone')
 export const isOpening = <S extends object>(store: S): store is S & Opening => has(store, 'opened')

@@ -185,6 +185,10 @@ export class PostgresStore extends KeysAndSettings implements Store, PooledStore
     return res.rows.map(toPet)
   }
 
+  pageIsFinal (): boolean {
+    return true
+  }
+
   async ping (): Promise<void> {
     await this.db.query({ text: 'SELECT 1' })
   }

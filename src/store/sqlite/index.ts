@@ -5,7 +5,7 @@ import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
 import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
 import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toPet } from '../rows.js'
-import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams, SyncPetReads, Store, SynchronousReads } from '../store.js'
+import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams, Store } from '../store.js'
 import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
@@ -48,7 +48,7 @@ const BUSY_RETRY_MS = 2
  * shown that a power loss could take back. Checkpoints and fire-and-forget writes run on a
  * background thread (writer-worker.ts).
  */
-export class SqliteStore extends KeysAndSettings implements Store, SynchronousReads, BackgroundWriter, GoneNotices {
+export class SqliteStore extends KeysAndSettings implements Store, BackgroundWriter, GoneNotices {
   readonly kind = 'sqlite' as const
   private readonly creates: PetCreates
   private readonly writes: SqliteWrites
@@ -345,35 +345,28 @@ export class SqliteStore extends KeysAndSettings implements Store, SynchronousRe
     return await this.purge(before.getTime())
   }
 
-  readonly syncReads: SyncPetReads = {
-    getPet: (id) => {
-      const h = this.hidden
-      if (h !== undefined && id >= h.from && id <= h.to) return undefined
-      const row = this.guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
-      return row === undefined ? undefined : toPet(row)
-    },
-    listPets: (params) => {
-      const { limit, status } = params
-      const after = pageAfter(params)
-      const h = this.hidden
-      const [from, to] = h === undefined ? [1n, 0n] : [h.from, h.to]
-      const rows = this.guard(() => (status === undefined
-        ? this.stmts.listAll.all(after, from, to, limit)
-        : this.stmts.listByStatus.all(status, after, from, to, limit)) as PetRow[])
-      return rows.map(toPet)
-    },
-    pageIsFinal: (afterId, lastId) => {
-      const h = this.hidden
-      return h === undefined || h.to <= (afterId ?? 0n) || h.from > lastId
-    }
-  }
-
+  // The ids of a batch committed but not yet flushed are hidden: a read shows them only once durable.
   async getPet (id: bigint): Promise<Pet | undefined> {
-    return this.syncReads.getPet(id)
+    const h = this.hidden
+    if (h !== undefined && id >= h.from && id <= h.to) return undefined
+    const row = this.guard(() => this.stmts.getPet.get(id) as PetRow | undefined)
+    return row === undefined ? undefined : toPet(row)
   }
 
   async listPets (params: ListPetsParams): Promise<Pet[]> {
-    return this.syncReads.listPets(params)
+    const { limit, status } = params
+    const after = pageAfter(params)
+    const h = this.hidden
+    const [from, to] = h === undefined ? [1n, 0n] : [h.from, h.to]
+    const rows = this.guard(() => (status === undefined
+      ? this.stmts.listAll.all(after, from, to, limit)
+      : this.stmts.listByStatus.all(status, after, from, to, limit)) as PetRow[])
+    return rows.map(toPet)
+  }
+
+  pageIsFinal (afterId: bigint | null, lastId: bigint): boolean {
+    const h = this.hidden
+    return h === undefined || h.to <= (afterId ?? 0n) || h.from > lastId
   }
 
   startWriter (): void {

@@ -5,7 +5,7 @@ import { StoreOpeningError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import type {
   ApiKeyGrant, ApiKeyRecord, BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams,
-  NewApiKey, Opening, Store, SynchronousReads, SyncPetReads
+  NewApiKey, Opening, Store
 } from '../store.js'
 import { sqliteEntry } from './background-writer.js'
 import { type CheckResponse, isMalformedError, MalformedStoreError } from './start-checks.js'
@@ -19,7 +19,7 @@ import { type CheckResponse, isMalformedError, MalformedStoreError } from './sta
  * its threads have; a shutdown during the check kills the checking process (it only reads).
  */
 
-export type OpenedSqlite = Store & SynchronousReads & BackgroundWriter & GoneNotices
+export type OpenedSqlite = Store & BackgroundWriter & GoneNotices
 
 export interface CheckProcess {
   /** Resolves when the file passed; rejects with MalformedStoreError, why it could not be checked, or StoreOpeningError once stopped. */
@@ -91,11 +91,7 @@ export class OpeningSqliteStore implements OpenedSqlite, Opening {
     throw new StoreOpeningError()
   }
 
-  readonly syncReads: SyncPetReads = {
-    getPet: (id) => this.now().syncReads.getPet(id),
-    listPets: (params) => this.now().syncReads.listPets(params),
-    pageIsFinal: (afterId, lastId) => this.now().syncReads.pageIsFinal(afterId, lastId)
-  }
+  pageIsFinal (afterId: bigint | null, lastId: bigint): boolean { return this.now().pageIsFinal(afterId, lastId) }
 
   async createPet (pet: NewPet): Promise<Pet> { return await this.now().createPet(pet) }
   async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> { return await this.now().createPetIdempotent(pet, idem) }

@@ -57,21 +57,21 @@ describe('SQLite creates: committed on the event loop, answered after the WAL fl
 
     // Until the flush completes: not answered, not shown.
     assert.equal(answered, false)
-    assert.equal(store.syncReads.getPet(row.id), undefined)
+    assert.equal((await store.getPet(row.id)), undefined)
     assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['before'])
     assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: 'available' })).map(p => p.name), ['before'])
     assert.equal((await store.getPet(before.id))?.name, 'before')
     // A page spanning the batch's id may still change: not settled (the read cache does not keep it).
-    assert.equal(store.syncReads.pageIsFinal(null, row.id + 5n), false)
-    assert.equal(store.syncReads.pageIsFinal(row.id, row.id + 5n), true)
-    assert.equal(store.syncReads.pageIsFinal(null, before.id), true)
+    assert.equal(store.pageIsFinal(null, row.id + 5n), false)
+    assert.equal(store.pageIsFinal(row.id, row.id + 5n), true)
+    assert.equal(store.pageIsFinal(null, before.id), true)
 
     held.shift()!()
     const created = await creating
     assert.equal(created.id, row.id)
-    assert.equal(store.syncReads.getPet(row.id)?.name, 'held')
+    assert.equal((await store.getPet(row.id))?.name, 'held')
     assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['before', 'held'])
-    assert.equal(store.syncReads.pageIsFinal(null, row.id + 5n), true)
+    assert.equal(store.pageIsFinal(null, row.id + 5n), true)
   })
 
   it('a failed flush answers its batch 503 outcome unknown, keeps the batch hidden, and refuses every later write and readiness', async (t) => {
@@ -85,7 +85,7 @@ describe('SQLite creates: committed on the event loop, answered after the WAL fl
     onCleanup(t, () => other.close())
     other.defaultSafeIntegers(true)
     const row = other.prepare('SELECT id FROM pets WHERE name = ?').get('lost') as { id: bigint }
-    assert.equal(store.syncReads.getPet(row.id), undefined, 'a pet whose flush failed was shown')
+    assert.equal((await store.getPet(row.id)), undefined, 'a pet whose flush failed was shown')
     assert.deepEqual((await store.listPets({ afterId: null, limit: 10, status: undefined })).map(p => p.name), ['before'])
 
     // Nothing more is committed: the next create is refused before its transaction.
@@ -163,7 +163,7 @@ describe('SQLite creates: committed on the event loop, answered after the WAL fl
     fs.symlinkSync(target, link)
     const store = await SqliteStore.open({ path: link, synchronous: 'FULL' })
     const created = await store.createPet(pet('through a link'))
-    assert.equal(store.syncReads.getPet(created.id)?.name, 'through a link')
+    assert.equal((await store.getPet(created.id))?.name, 'through a link')
     await store.close()
     assert.equal(fs.existsSync(`${link}-wal`), false)
     assert.equal(fs.existsSync(`${target}-wal`), false)

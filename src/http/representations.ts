@@ -1,0 +1,166 @@
+/*
+ * Representations: what a read answers with, in one place. A representation is a serialized body
+ * with its strong ETag (and, for a page, its Link); it is answered in the content coding the
+ * client accepts (content-coding.ts), revalidated (If-None-Match → 304, If-Match → 412), and kept
+ * finished in the read cache below, so a cached read costs no database work, no serialization and
+ * no hashing. The rules: docs/reference/behaviour.md ("Conditional requests", "Compressed answers");
+ * why the cache is safe: docs/explanation/read-cache.md.
+ */
+import { hash } from 'node:crypto'
+import { Readable } from 'node:stream'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { LRUCache } from 'lru-cache'
+import { ApiError } from '../errors.js'
+import type { Metrics } from '../observability/metrics.js'
+import { chooseCoding, codedOf, identityTag, type Codable, type Coded } from './content-coding.js'
+import { JSON_TYPE } from './media-types.js'
+
+/** The body stays a string: a small Buffer would keep a shared slab alive after eviction. */
+export interface Representation extends Codable {
+  body: string | Buffer
+  bytes: number
+  etag: string
+  link?: string | undefined
+  /** Its key in the read cache, once kept. */
+  key?: string | undefined
+}
+
+export function etagOf (body: string | Buffer): string {
+  return `"${hash('sha1', body, 'base64url')}"`
+}
+
+/** A read's body as the route's 200 schema serializes it (the serializer Fastify compiled for the route). */
+export function serialized (reply: FastifyReply, payload: object): string {
+  // Fastify's types take an object; an array is serialized by its schema as well.
+  return reply.serializeInput(payload as Record<string, unknown>, '200', 'application/json') as string
+}
+
+/** A representation of a serialized body. */
+export function represent (body: string | Buffer, link?: string): Representation {
+  return { body, bytes: Buffer.byteLength(body), etag: etagOf(body), link, gzip: undefined, br: undefined, key: undefined }
+}
+
+function tags (header: string): string[] {
+  return header.split(',').map(t => t.trim()).filter(t => t !== '')
+}
+
+/** RFC 9110 §13.1.2: weak comparison. */
+function ifNoneMatchHits (header: string, etag: string): boolean {
+  if (header.trim() === '*') return true
+  return tags(header).some(tag => (tag.startsWith('W/') ? tag.slice(2) : tag) === etag)
+}
+
+/** RFC 9110 §13.1.1: strong comparison; any coding's tag of the same content holds (a coding is not a change). */
+function ifMatchHolds (header: string, etag: string): boolean {
+  if (header.trim() === '*') return true
+  return tags(header).some(tag => identityTag(tag) === etag)
+}
+
+/** Adds `name` to Vary, after what is there (CORS's `Origin`). */
+export function varyOn (reply: FastifyReply, name: string): void {
+  const vary = reply.getHeader('vary')
+  reply.header('vary', vary === undefined ? name : `${String(vary)}, ${name}`)
+}
+
+// A create's target is the collection, which has no tag that changes with it; a precondition is refused,
+// never ignored (RFC 9110 §13.2.1).
+export async function refusePreconditions (request: FastifyRequest): Promise<void> {
+  const name = request.headers['if-match'] !== undefined ? 'If-Match' : request.headers['if-none-match'] !== undefined ? 'If-None-Match' : undefined
+  if (name !== undefined) throw new ApiError('invalid_parameter', `header '${name}' is not supported on a create: it has no entity tag to compare with, so the request is refused rather than the condition ignored`)
+}
+
+// A 304 has no body or Content-Length (RFC 9110 §8.6); Fastify's HEAD hook fails on null, so HEAD gets an empty stream.
+export function headNoBody (request: FastifyRequest): Readable | undefined {
+  return request.method === 'HEAD' ? Readable.from([]) : undefined
+}
+
+export interface AnswerOptions {
+  cacheControl: string
+  /** JSON unless said. */
+  contentType?: string
+  /** Compress at the best settings: for a document made once per process. */
+  best?: boolean
+  /** The read cache holding the representation: a coding made for it is counted against its budget. */
+  cache?: ReadCache
+}
+
+/** Reads revalidate on every use: a private cache may keep them, asking each time whether they changed. */
+export const REVALIDATE = 'private, no-cache'
+
+/**
+ * Answers a read with `rep`: the preconditions of RFC 9110 §13.2.2 in order (If-Match → 412,
+ * If-None-Match → 304; If-Modified-Since and If-Unmodified-Since are ignored: no response carries
+ * Last-Modified), in the coding Accept-Encoding chooses, each coding made once and kept with a tag
+ * of its own. A 304 gets an empty stream for every method: Fastify's own HEAD hook needs one, and a
+ * GET's 304 then has no Content-Length either.
+ */
+export function answerRead (request: FastifyRequest, reply: FastifyReply, rep: Representation, opts: AnswerOptions): string | Buffer | Readable {
+  const headers = request.headers
+  const im = headers['if-match']
+  if (im !== undefined && !ifMatchHolds(im, rep.etag)) {
+    throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this resource: it changed since it was read')
+  }
+  const coding = chooseCoding(headers['accept-encoding'], rep.bytes)
+  const coded = coding === 'identity' ? rep : codedOf(rep, coding, opts.best, opts.cache?.grew)
+  reply.header('etag', coded.etag)
+  if (rep.link !== undefined) reply.header('link', rep.link)
+  reply.header('cache-control', opts.cacheControl)
+  varyOn(reply, 'Accept-Encoding')
+  const inm = headers['if-none-match']
+  if (inm !== undefined && ifNoneMatchHits(inm, coded.etag)) {
+    reply.code(304)
+    return Readable.from([])
+  }
+  reply.header('content-type', opts.contentType ?? JSON_TYPE)
+  if (coding !== 'identity') reply.header('content-encoding', coding)
+  return coded.body
+}
+
+/** An entry's heap cost beyond its body and Link (test/http/representations.test.ts checks it bounds the real heap). */
+export const ENTRY_OVERHEAD = 384
+export const CODED_OVERHEAD = 256
+
+const codedSize = (coded: Coded | undefined): number => coded === undefined ? 0 : coded.body.length + CODED_OVERHEAD
+
+// V8 keeps a string that is not Latin-1 at two bytes a character.
+const sizeOf = (rep: Representation): number =>
+  (rep.bytes === rep.body.length ? rep.bytes : 2 * rep.body.length) + (rep.link?.length ?? 0) + ENTRY_OVERHEAD +
+  codedSize(rep.gzip) + codedSize(rep.br)
+
+/**
+ * The read cache: finished getPet and listPets representations, least recently used first out,
+ * bounded by READ_CACHE_MAX_MB (0: nothing is kept). Keep only what can never change: a found pet,
+ * a full page the store calls final (services/pet-reads.ts).
+ */
+export class ReadCache {
+  private readonly cache: LRUCache<string, Representation> | undefined
+  private readonly counters: Metrics['readCache']
+
+  constructor (maxBytes: number, metrics: Metrics) {
+    this.cache = maxBytes > 0 ? new LRUCache<string, Representation>({ maxSize: maxBytes, sizeCalculation: sizeOf }) : undefined
+    this.counters = metrics.readCache
+    metrics.watchReadCache(() => ({ entries: this.cache?.size ?? 0, bytes: this.cache?.calculatedSize ?? 0 }))
+  }
+
+  /** The kept representation, counted as a hit or a miss of its kind. */
+  get (kind: 'pet' | 'page', key: string): Representation | undefined {
+    const hit = this.cache?.get(key)
+    this.counters[kind][hit === undefined ? 'misses' : 'hits'].inc()
+    return hit
+  }
+
+  keep (key: string, rep: Representation): Representation {
+    if (this.cache === undefined) return rep
+    rep.key = key
+    this.cache.set(key, rep)
+    return rep
+  }
+
+  // lru-cache sizes an entry when it is set: one that gained a coding is set again.
+  readonly grew = (rep: Codable): void => {
+    const { key } = rep as Representation
+    if (key === undefined || this.cache?.peek(key) !== rep) return
+    this.cache.delete(key)
+    this.cache.set(key, rep as Representation)
+  }
+}
