@@ -135,7 +135,7 @@ describe('the shell blocks of the tutorial and the how-tos', () => {
         const dir = projectFolder(t)
         const port = await freePort()
         const env = { DATABASE_URL: await storeUrl(t, store, dir), PORT: String(port), FIRST_KEY_FILE: join(dir, 'first-api-key.txt') }
-        const r = await runBash(t, dir, 'set -euo pipefail\nnpx petstore keys create --name reader --create > /dev/null\n' + script(list, port, undefined), env)
+        const r = await runBash(t, dir, 'set -euo pipefail\nbin/petstore keys create --name reader --create > /dev/null\n' + script(list, port, undefined), env)
         assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
       })
     }
@@ -149,7 +149,7 @@ describe('the shell blocks of the tutorial and the how-tos', () => {
     const sqlite = `sqlite:${join(dir, 'data', 'petstore.db')}`
     // The store a team starts with: a key and a pet.
     const seed = await runBash(t, dir, `set -euo pipefail
-KEY=$(npx petstore keys create --name before --create)
+KEY=$(bin/petstore keys create --name before --create)
 echo "$KEY"
 `, { DATABASE_URL: sqlite })
     assert.equal(seed.code, 0, seed.stderr)
