@@ -144,7 +144,7 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
       openapi: '3.1.0',
       info: {
         title: 'Petstore',
-        version: '1.0.0',
+        version: '1.1.0',
         description: INFO_DESCRIPTION,
         contact: { name: 'Petstore maintainers' },
         license: { name: 'MIT', identifier: 'MIT' }
