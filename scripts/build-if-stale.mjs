@@ -1,5 +1,6 @@
-// Run by scripts/run-tests.mjs when a chosen test file uses dist/: runs `npm run build` unless the
-// build is up to date, so a run of one test file after a test-only change starts at once. Up to date: dist/.build-stamp exists and nothing the
+// `npm install`'s build (package.json `prepare`), and run by scripts/run-tests.mjs when a chosen test
+// file uses dist/: runs `npm run build` unless the build is up to date, so the first test run after
+// an install, or after a test-only change, starts at once. Up to date: dist/.build-stamp exists and nothing the
 // build reads (below; directories count too, so a removed file counts) changed since the last build
 // made here began.
 import { spawnSync } from 'node:child_process'

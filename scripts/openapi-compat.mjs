@@ -3,6 +3,8 @@
 // written against the release (docs/reference/compatibility.md says which changes those are), unless
 // the current info.version raises the major version, or the change is listed with its reason in
 // openapi/compatibility-exceptions.json. A listed exception that no longer matches a change fails too.
+// A document that differs from the release in more than its prose (an addition) must raise
+// info.version's minor at least: only a patch may leave the minor as released.
 //
 // Written here rather than taken from npm: the OpenAPI diff tools on npm either refuse OpenAPI 3.1
 // (openapi-diff: "Swagger Parser only supports versions 3.0.x"), fail to load (@useoptic/optic: its
@@ -278,6 +280,24 @@ export function breakingChanges (base, current) {
   return [...found.values()]
 }
 
+/** Words for people, which a patch may change: what differs elsewhere is an addition or a break. */
+const PROSE = new Set(['description', 'summary', 'title', 'example', 'examples', 'externalDocs', 'contact'])
+
+/** The first pointer at which the two documents differ in more than prose, or undefined. */
+export function firstContractDifference (a, b, at = '') {
+  if (a === b) return undefined
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return at === '' ? '/' : at
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)])
+  for (const k of keys) {
+    // Under `properties` the keys are field names, not prose.
+    if (PROSE.has(k) && !Array.isArray(a) && !at.endsWith('/properties')) continue
+    if (at === '/info' && k === 'version') continue
+    const d = firstContractDifference(a[k], b[k], `${at}/${String(k).replace(/~/g, '~0').replace(/\//g, '~1')}`)
+    if (d !== undefined) return d
+  }
+  return undefined
+}
+
 /** Compares the files and says what it found; returns the exit code. */
 export function main (argv = process.argv.slice(2), out = process.stdout, err = process.stderr) {
   const arg = (name, fallback) => {
@@ -309,9 +329,15 @@ export function main (argv = process.argv.slice(2), out = process.stdout, err = 
   const newMajor = cv[0] > bv[0]
   const unexplained = changes.filter(c => !accepted.some(a => a.change === c.id))
   const stale = accepted.filter(a => !changes.some(c => c.id === a.change))
+  // An addition (any change beyond prose) needs a new minor or major; a patch changes prose only.
+  const added = firstContractDifference(base, current)
+  const versionTooLow = added !== undefined && cv[0] === bv[0] && cv[1] === bv[1]
+    ? `the document differs from the released ${base.info.version} in more than prose (first at ${added}): an addition raises info.version's minor (${bv[0]}.${bv[1] + 1}.0), docs/reference/compatibility.md`
+    : undefined
   const json = argv.includes('--json')
+  if (versionTooLow !== undefined) err.write(versionTooLow + '\n')
   if (json) {
-    out.write(JSON.stringify({ released: base.info.version, current: current.info.version, newMajor, breaking: unexplained, accepted: accepted.filter(a => !stale.includes(a)), staleExceptions: stale }, null, 2) + '\n')
+    out.write(JSON.stringify({ released: base.info.version, current: current.info.version, newMajor, versionTooLow: versionTooLow ?? null, breaking: unexplained, accepted: accepted.filter(a => !stale.includes(a)), staleExceptions: stale }, null, 2) + '\n')
   } else {
     const line = (c) => `  ${c.id}${c.detail === '' ? '' : ` (${c.detail})`}\n`
     for (const a of accepted.filter(x => !stale.includes(x))) out.write(`accepted: ${a.change}\n  reason: ${a.reason}\n`)
@@ -322,9 +348,9 @@ export function main (argv = process.argv.slice(2), out = process.stdout, err = 
       ;(newMajor ? out : err).write(head + unexplained.map(line).join(''))
     }
     for (const a of stale) err.write(`${exceptionsPath}: the exception "${a.change}" matches no change against ${base.info.version}: remove it\n`)
-    if (unexplained.length === 0 && stale.length === 0) out.write(`${current.info.version} is compatible with the released ${base.info.version}\n`)
+    if (unexplained.length === 0 && stale.length === 0 && versionTooLow === undefined) out.write(`${current.info.version} is compatible with the released ${base.info.version}\n`)
   }
-  return (unexplained.length > 0 && !newMajor) || stale.length > 0 ? 1 : 0
+  return (unexplained.length > 0 && !newMajor) || stale.length > 0 || versionTooLow !== undefined ? 1 : 0
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) process.exitCode = main()

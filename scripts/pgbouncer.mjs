@@ -28,6 +28,22 @@ async function accepts (port) {
   })
 }
 
+/**
+ * The pooling settings of docs/how-to/pgbouncer.md's pgbouncer.ini (its first ini block): what
+ * operators copy is what every test runs through. Addresses, authentication and the admin users are
+ * the machine's own (below).
+ */
+const HOWTO_SETTINGS = (() => {
+  const page = readFileSync(new URL('../docs/how-to/pgbouncer.md', import.meta.url), 'utf8')
+  const block = /```ini\n([^]*?)```/.exec(page)?.[1]
+  if (block === undefined) throw new Error('docs/how-to/pgbouncer.md has no ini block')
+  const wanted = ['pool_mode', 'ignore_startup_parameters', 'default_pool_size', 'server_login_retry', 'query_wait_timeout']
+  const found = Object.fromEntries([...block.matchAll(/^(\w+) = (.+)$/gm)].map(m => [m[1], m[2]]).filter(([k]) => wanted.includes(k)))
+  const lacking = wanted.filter(k => !(k in found))
+  if (lacking.length > 0) throw new Error(`docs/how-to/pgbouncer.md's pgbouncer.ini lacks ${lacking.join(', ')}`)
+  return found
+})()
+
 /** PgBouncer's quoting for userlist.txt: "…" with " doubled. */
 const quote = (s) => `"${s.replaceAll('"', '""')}"`
 
@@ -50,16 +66,14 @@ export async function startPgBouncer (serverUrl, settings = {}) {
   // one PgBouncer logs in with, read from the userlist.
   writeFileSync(join(dir, 'userlist.txt'), `${quote(user)} ${quote(password)}\n`, { mode: 0o600 })
   const ini = {
+    ...HOWTO_SETTINGS,
     listen_addr: '127.0.0.1',
     listen_port: port,
     unix_socket_dir: '',
     auth_type: 'trust',
     auth_file: join(dir, 'userlist.txt'),
-    pool_mode: 'transaction',
-    // PgBouncer's default, stated: only extra_float_digits may be sent at startup and is ignored.
-    ignore_startup_parameters: 'extra_float_digits',
+    // The whole suite's servers share this pooler: more clients than one deployment's N x PG_POOL_MAX.
     max_client_conn: 2000,
-    default_pool_size: 20,
     // Databases dropped by the tests do not linger as pools.
     autodb_idle_timeout: 10,
     logfile: join(dir, 'pgbouncer.log'),

@@ -134,7 +134,7 @@ function cliReference (): string {
 
 ${program.description()}
 
-Run it as \`npx petstore …\` from the project folder (npx finds the command in node_modules/.bin there), or as \`node dist/cli/index.js …\` from anywhere (on a system Node older than 22.14 it runs on the Node \`npm install\` put in node_modules/.petstore-node: [node-runtime.md](node-runtime.md#outside-npm-on-an-older-system-node)). Results go to stdout,
+Run it as \`bin/petstore …\` in a clone or install of this repository (the launcher runs the built CLI on the Node \`npm install\` chose; it installs and builds nothing, unlike \`npx petstore\`, which copies the folder into npm's cache and builds it there), as \`petstore …\` in the image, or as \`node dist/cli/index.js …\` from anywhere (on a system Node older than 22.14 it runs on the Node \`npm install\` put in node_modules/.petstore-node: [node-runtime.md](node-runtime.md#outside-npm-on-an-older-system-node)). Results go to stdout,
 everything else to stderr; \`petstore COMMAND --help\` prints what follows for one command. A reader
 that closes the pipe early (\`petstore keys list | head -1\`) cuts a listing short with exit 0; where
 stdout is the product (\`export\`, a new key's secret, \`conformance\`'s result) the command exits 1
@@ -273,7 +273,7 @@ not. The codes are explained in [errors.md](errors.md).
 ## Rules every request follows
 
 - Every operation under \`/v1\` needs \`Authorization: Bearer <API_KEY>\`
-  (\`npx petstore keys create --name NAME\`); without a valid key the answer is 401 before anything
+  (\`bin/petstore keys create --name NAME\`); without a valid key the answer is 401 before anything
   else is looked at.
 - Every error is an \`Error\` object (\`code\`, \`message\`, \`status\`); branch on \`code\`. A body that
   breaks several rules gets one 400 \`validation_failed\`: \`message\` names each, and \`details\` lists them

@@ -1,12 +1,14 @@
 // Runs every test file under test/ with node's test runner (Node 20's `node --test` takes no globs).
-// `npm test -- test/pets` narrows to files whose path contains one of the arguments.
+// `npm test -- test/pets` narrows to files whose path contains one of the arguments; `npm test -- --help`
+// says how, and which files need which component.
 //
 // What the suite starts itself (docs/how-to/run-tests.md): a PostgreSQL cluster (one throwaway cluster serves
 // the whole run; each test makes its own database in it; its admin URL reaches the tests as
 // PETSTORE_TEST_PG_URL; set that variable yourself to use a server of your own, whose user needs
 // CREATEDB), a PgBouncer in transaction mode in front of it (PETSTORE_TEST_PGBOUNCER_URL, or set
 // it to a pooler of your own), redis-server, Chromium, strace, promtool. A test file names what it needs in a line comment
-// `// requires: redis-server, chromium` among its first lines. When a component is missing:
+// `// requires: redis-server, chromium` among its first lines. When a component the chosen files need is
+// missing (only those are looked for and reported):
 // under CI=true the run fails at once, naming it; elsewhere the files that need it do not run (and
 // the store-looped suites run on SQLite only without PostgreSQL), and the end of the output says
 // so, loudly, with how to install it.
@@ -102,17 +104,54 @@ function requirements (file) {
   return names
 }
 
+/** What `file` needs of the components: its `// requires:` line, and PostgreSQL with PgBouncer when it reaches a PostgreSQL store. */
+function needs (file) {
+  const postgres = NEEDS_POSTGRES.test(textsOf(file).join('\n')) ? ['postgresql', 'pgbouncer'] : []
+  return [...new Set([...requirements(file), ...postgres])]
+}
+
+const USAGE = `Usage: npm test [-- TEXT...]
+
+  npm test                              every test file under test/
+  npm test -- test/routes/root          one file: every file whose path contains the text
+  npm test -- test/blackbox test/store  folders (or any mix of texts; a file matching one runs)
+  npm test -- --help                    this text
+
+Only what the chosen files need is prepared: the build when one runs something of dist/, a
+throwaway PostgreSQL cluster and PgBouncer when one reaches a PostgreSQL store. TEST_CONCURRENCY
+sets how many files run at once (2). Under CI=true a missing component a chosen file needs fails
+the run; elsewhere the files that need it do not run, and the end of the output says so.
+docs/how-to/run-tests.md has more.
+
+Components the suite starts, whether this machine has each, and the files that need it:`
+
 const filters = process.argv.slice(2)
-const selected = walk('test').sort().filter(f => filters.length === 0 || filters.some(x => f.includes(x)))
+const all = walk('test').sort()
+if (filters.includes('--help') || filters.includes('-h') || filters.some(f => f.startsWith('-'))) {
+  const bad = filters.find(f => f.startsWith('-') && f !== '--help' && f !== '-h')
+  const out = bad === undefined ? console.log : console.error
+  if (bad !== undefined) console.error(`npm test: unknown option ${bad}\n`)
+  out(USAGE)
+  const byComponent = new Map(Object.keys(COMPONENTS).map(name => [name, []]))
+  for (const f of all) for (const n of needs(f)) byComponent.get(n).push(f)
+  for (const [name, list] of byComponent) {
+    out(`\n  ${name} (${COMPONENTS[name].present() ? 'present' : `missing — ${COMPONENTS[name].get}`}): ${list.length} file(s)`)
+    for (const f of list) out(`      ${f}`)
+  }
+  process.exit(bad === undefined ? 0 : 2)
+}
+const selected = all.filter(f => filters.length === 0 || filters.some(x => f.includes(x)))
 if (selected.length === 0) {
-  console.error('no test files matched')
+  console.error(`no test file's path contains ${filters.map(f => JSON.stringify(f)).join(' or ')} (npm test -- --help shows how to choose)`)
   process.exit(1)
 }
 
-const missing = Object.keys(COMPONENTS).filter(name => !COMPONENTS[name].present())
+// Only the components the chosen files need are looked for and reported.
+const needed = new Map(selected.map(f => [f, needs(f)]))
+const missing = Object.keys(COMPONENTS).filter(name => [...needed.values()].some(n => n.includes(name)) && !COMPONENTS[name].present())
 const ci = process.env.CI === 'true' || process.env.CI === '1'
 if (missing.length > 0 && ci) {
-  console.error('CI=true and the test suite cannot start these components (a missing component is a failure, never a skip):')
+  console.error('CI=true and the test suite cannot start these components the chosen files need (a missing component is a failure, never a skip):')
   for (const name of missing) console.error(`  - ${name}: ${COMPONENTS[name].get}`)
   process.exit(1)
 }
@@ -128,7 +167,7 @@ if (texts.some(t => NEEDS_BUILD.test(t))) {
   const build = spawnSync(process.execPath, [fileURLToPath(new URL('build-if-stale.mjs', import.meta.url))], { stdio: 'inherit' })
   if (build.status !== 0) process.exit(build.status ?? 1)
 }
-const postgres = texts.some(t => NEEDS_POSTGRES.test(t))
+const postgres = files.some(f => needed.get(f).includes('postgresql'))
 
 /** @type {NodeJS.ProcessEnv} */
 const env = { ...process.env, PETSTORE_TEST_MISSING: missing.join(',') }

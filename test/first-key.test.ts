@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { describe, it, type TestContext } from 'node:test'
 import pino from 'pino'
-import { loadConfig } from '../src/config/index.js'
+import { loadConfig, PROJECT_ROOT } from '../src/config/index.js'
 import { handOutFirstKey } from '../src/services/first-key.js'
 import { openStore } from '../src/store/index.js'
 import { tempDir } from './helpers/app.js'
@@ -14,9 +14,9 @@ import { onCleanup } from './helpers/cleanup.js'
 const IMAGE_CLI = 'docker exec <container> petstore'
 
 /** A first start on an empty SQLite store, with the environment given; what the log and stderr said. */
-async function firstStart (t: TestContext, env: Record<string, string>, toTerminal: boolean): Promise<{ log: string, stderr: string, keyFile: string }> {
+async function firstStart (t: TestContext, env: Record<string, string>, toTerminal: boolean, cwd?: string): Promise<{ log: string, stderr: string, keyFile: string }> {
   const dir = tempDir(t)
-  const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, ...env }, dir)
+  const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, ...env }, cwd ?? dir)
   const store = await openStore(config)
   onCleanup(t, () => store.close())
   let log = ''
@@ -34,15 +34,24 @@ async function firstStart (t: TestContext, env: Record<string, string>, toTermin
 }
 
 describe('the first key hint names the CLI as it runs where the server does', () => {
-  it('in a checkout (PETSTORE_CLI unset): npx petstore, in the log line and on a terminal', async (t) => {
+  it('in a checkout (PETSTORE_CLI unset): the launcher bin/petstore, in the log line and on a terminal; its full path from another directory', async (t) => {
     const file = await firstStart(t, {}, false)
     const line = JSON.parse(file.log) as { msg: string, file: string }
     assert.equal(line.file, file.keyFile)
-    assert.match(line.msg, /Make more with: npx petstore keys create --name NAME$/)
+    // The server ran from a temporary directory: the launcher's full path.
+    assert.ok(line.msg.endsWith(`Make more with: ${join(PROJECT_ROOT, 'bin', 'petstore')} keys create --name NAME`), line.msg)
     assert.match(readFileSync(file.keyFile, 'utf8'), /^psk_\S+\n$/)
-    const terminal = await firstStart(t, {}, true)
-    assert.match(terminal.stderr, /\nMake more with: npx petstore keys create --name NAME\n/)
+    const terminal = await firstStart(t, {}, true, PROJECT_ROOT)
+    assert.match(terminal.stderr, /\nMake more with: bin\/petstore keys create --name NAME\n/)
     assert.equal(terminal.log, '')
+  })
+
+  it('each deployment names its own form: compose, the scaled compose, Kubernetes, systemd', () => {
+    const read = (f: string) => readFileSync(join(PROJECT_ROOT, f), 'utf8')
+    assert.match(read('compose.yaml'), /PETSTORE_CLI: docker compose exec petstore petstore\n/)
+    assert.match(read('compose.scale.yaml'), /PETSTORE_CLI: docker compose -f compose.scale.yaml exec app1 petstore\n/)
+    assert.match(read('deploy/kubernetes/deployment.yaml'), /name: PETSTORE_CLI\n\s+value: kubectl -n petstore exec deploy\/petstore -- petstore\n/)
+    assert.match(read('deploy/systemd/petstore.service'), /"PETSTORE_CLI=sudo -u petstore DATABASE_URL=sqlite:\/var\/lib\/petstore\/petstore.db \/opt\/petstore\/bin\/petstore"/)
   })
 
   it('in the image (PETSTORE_CLI set by the Dockerfile): docker exec <container> petstore, never npx', async (t) => {

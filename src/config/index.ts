@@ -49,7 +49,7 @@ const EnvSchema = Type.Object({
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ minimum: 24, maximum: 720, default: 24, description: 'How long an Idempotency-Key is remembered; longer lets clients retry later, for a larger idempotency table.' }),
   LOG_FORMAT: Type.Unsafe<string>({ type: 'string', enum: ['auto', 'json', 'pretty'], default: 'auto', description: 'auto: pretty, coloured lines when stdout is a terminal, JSON lines otherwise; json or pretty: always that.' }),
   NO_COLOR: Type.Optional(Type.String({ description: 'Any non-empty value turns colours off (no-color.org): pretty logs and CLI tables stay plain.' })),
-  PETSTORE_CLI: Type.String({ minLength: 1, default: 'npx petstore', description: 'How an operator runs the petstore CLI on this store, as the start-up messages name it (the first key\'s "Make more with: … keys create --name NAME"). The image sets `docker exec <container> petstore`.' }),
+  PETSTORE_CLI: Type.Optional(Type.String({ minLength: 1, description: 'How an operator runs the petstore CLI on this store, as the start-up messages name it (the first key\'s "Make more with: … keys create --name NAME"). Default: the launcher `bin/petstore` of this install (its full path when the server runs from another directory). The image sets `docker exec <container> petstore`; the compose files, the Kubernetes deployment and the systemd unit set their own form.' })),
   FIRST_KEY_FILE: Type.Optional(Type.String({ minLength: 1, description: 'Where the first-start API key is written (mode 0600) when stderr is not a terminal. Default: first-api-key.txt beside the SQLite database, or data/first-api-key.txt in the project directory for PostgreSQL.' })),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'Production base address, ending in /v1: a server of the OpenAPI document, after this server (relative /v1). Default: not listed.' })),
   STAGING_BASE_URL: Type.Optional(Type.String({ description: 'Staging base address, ending in /v1: a server of the OpenAPI document, after production. Default: not listed.' })),
@@ -82,7 +82,7 @@ export interface Config {
   logFormat: 'auto' | 'json' | 'pretty'
   /** Absolute path of the first-start key file (used when stderr is not a terminal). */
   firstKeyFile: string
-  /** The command the start-up messages give for the CLI (PETSTORE_CLI): `npx petstore`, or the image's `docker exec` form. */
+  /** The command the start-up messages give for the CLI (PETSTORE_CLI): this install's `bin/petstore`, or the form its deployment sets. */
   cli: string
   /** Colours welcome: NO_COLOR unset or empty. */
   color: boolean
@@ -265,7 +265,7 @@ export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string 
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT as Config['logFormat'],
     firstKeyFile: firstKeyFile(e.FIRST_KEY_FILE, database, cwd),
-    cli: e.PETSTORE_CLI,
+    cli: e.PETSTORE_CLI ?? (resolve(cwd) === PROJECT_ROOT ? 'bin/petstore' : join(PROJECT_ROOT, 'bin', 'petstore')),
     color: e.NO_COLOR === undefined || e.NO_COLOR === '',
     bodyLimit: e.BODY_LIMIT,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,

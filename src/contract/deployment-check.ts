@@ -49,6 +49,13 @@ class Failed extends Error {
 
 class Skipped extends Error {}
 
+/** The first request that carried the key was answered 401 or 403: every check that needs it would fail the same way, so the run ends. */
+export class KeyRefused extends Error {
+  constructor (readonly where: string) {
+    super(`the deployment refused the key: ${where}`)
+  }
+}
+
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head']
 
 interface Op { method: string, template: string, op: Json, path: string }
@@ -77,6 +84,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       await body()
       results.push({ id, outcome: 'passed' })
     } catch (err) {
+      if (err instanceof KeyRefused) throw err
       if (err instanceof Skipped) results.push({ id, outcome: 'skipped', reason: err.message })
       else if (err instanceof Failed) results.push({ id, outcome: 'failed', where: err.where, expected: err.expected, got: err.got })
       else if (err instanceof ConformanceError) results.push({ id, outcome: 'failed', where: err.where, expected: 'an answer as the document describes it', got: err.drift })
@@ -136,11 +144,16 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     return [...(item.parameters ?? []), ...(op.op.parameters ?? [])].map((p: Json) => resolve(document, p))
   }
   const auth = { authorization: `Bearer ${opts.key}` }
+  let keyTried = false
 
   /** A request whose answer is checked against the document, then against `expected` statuses. */
   const call = async (method: string, url: string, headers: Record<string, string>, expected: number[] | ((status: number) => boolean), body?: string | Buffer, describe?: string): Promise<Answer> => {
     const res = await send(target, method, url, { 'x-request-id': requestId(), ...headers }, body)
     const where = `${method} ${url} → ${res.status}`
+    if (!keyTried && headers.authorization !== undefined) {
+      keyTried = true
+      if (res.status === 401 || res.status === 403) throw new KeyRefused(`${where}${errorCode(res)}`)
+    }
     const ok = typeof expected === 'function' ? expected(res.status) : expected.includes(res.status)
     if (!ok) throw new Failed(describe ?? `status ${(expected as number[]).join(' or ')}`, `${res.status}${errorCode(res)}`, where)
     checker.check(res)

@@ -16,7 +16,7 @@ type Json = Record<string, unknown>
 const INFO_DESCRIPTION = [
   'The Petstore v1 JSON-over-HTTP interface: a store of animals.',
   '',
-  'Operations under `/v1` need `Authorization: Bearer <API_KEY>` (make a key with `npx petstore keys create --name NAME`): ' +
+  'Operations under `/v1` need `Authorization: Bearer <API_KEY>` (make a key with `bin/petstore keys create --name NAME`): ' +
     'without a valid key the answer is 401, and with a key that lacks the operation\'s scope 403. ' +
     'Every error is an `Error` object: branch on its `code`. `id` and `categoryId` are int64: parse them without rounding ' +
     '(the typed client in packages/client gives them as BigInt).',
@@ -144,7 +144,7 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
       openapi: '3.1.0',
       info: {
         title: 'Petstore',
-        version: '1.0.0',
+        version: '1.1.0',
         description: INFO_DESCRIPTION,
         contact: { name: 'Petstore maintainers' },
         license: { name: 'MIT', identifier: 'MIT' }
@@ -161,7 +161,7 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
-            description: 'An API key from `npx petstore keys create --name NAME`, sent as `Authorization: Bearer <API_KEY>`. Keys are `psk_` and 43 base64url characters.\n\n' +
+            description: 'An API key from `bin/petstore keys create --name NAME`, sent as `Authorization: Bearer <API_KEY>`. Keys are `psk_` and 43 base64url characters.\n\n' +
               'A key holds scopes (`--scope`; every scope when not given), and each operation names the one it needs in its security requirement; ' +
               'a valid key without it is answered 403 `insufficient_scope` with `WWW-Authenticate: Bearer realm="petstore", error="insufficient_scope", scope="…"` (RFC 6750 §3.1), ' +
               'before the request body is read. The scopes:\n\n' +

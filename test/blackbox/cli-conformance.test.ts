@@ -137,4 +137,31 @@ describe('petstore conformance (black box)', () => {
     assert.equal(badUrl.code, 2)
     assert.match(badUrl.stderr, /URL must be http:\/\/ or https:\/\//)
   })
+
+  it('refuses a base URL with a path prefix as a usage error (exit 2), never checking the root instead', async (t) => {
+    const { url, key } = await freshServer(t)
+    for (const base of [`${url}/some-prefix`, `${url}/v1`, `${url}/some-prefix/`]) {
+      const r = await runCli(['conformance', '--base-url', base, '--key', key], {})
+      assert.equal(r.code, 2, `${base}: ${r.stdout}${r.stderr}`)
+      assert.equal(r.stdout, '')
+      assert.match(r.stderr, /URL must be the deployment's origin, without a path \(not \/(some-prefix\/?|v1)\)/)
+    }
+    // The origin itself, with or without the slash, is checked.
+    assert.equal((await runCli(['conformance', '--base-url', `${url}/`, '--key', key], {})).code, 0)
+  })
+
+  it('with a refused key: one line naming the refusal, at once, exit 1', async (t) => {
+    const { url, key } = await freshServer(t)
+    const wrong = `psk_${'A'.repeat(43)}`
+    for (const args of [['--key', wrong], ['--key', wrong, '--json'], ['--key', wrong, '--write']]) {
+      const r = await runCli(['conformance', '--base-url', url, ...args], {})
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.equal(r.stdout, '')
+      const lines = r.stderr.trimEnd().split('\n')
+      assert.ok(lines.length <= 3, r.stderr)
+      assert.match(r.stderr, /^petstore: the deployment refused the key: (GET \/v1\/pets|POST \/v1\/pets) → 401 \(unauthorized\); check --key \(or PETSTORE_API_KEY\)/m)
+      assert.ok(!r.stderr.includes(wrong), 'the key was printed')
+    }
+    assert.equal((await runCli(['conformance', '--base-url', url, '--key', key], {})).code, 0)
+  })
 })

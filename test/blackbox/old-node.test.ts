@@ -4,7 +4,7 @@
  * after the documented install (which put Node 24 in node_modules/.petstore-node): the commands the
  * docs give, run with that old Node, work through the installed runtime. `node dist/server.js`
  * serves and stops cleanly on SIGTERM (the launcher passes it on and exits with the server's code),
- * the CLI answers with its own exit codes, `npx petstore` and the systemd unit's ExecStart run, and a
+ * the CLI answers with its own exit codes, `bin/petstore` and the systemd unit's ExecStart run, and a
  * SIGKILL of the launcher leaves no server behind. Without an installed runtime it refuses in one
  * line. The old Node: PETSTORE_TEST_OLD_NODE, else /usr/bin/node (scripts/run-tests.mjs checks it
  * is older than 22.14).
@@ -109,10 +109,10 @@ describe('a host whose system Node is older than 22.14 runs the documented comma
     assert.match(usage.stderr, /unknown command 'no-such-command'/)
   })
 
-  it('npx petstore --help and the bin through /usr/bin/env node run', async () => {
-    const npx = await run('npx', ['petstore', '--help'])
-    assert.equal(npx.code, 0, npx.stderr)
-    assert.match(npx.stdout, /^Usage: petstore /)
+  it('bin/petstore --help and the bin through /usr/bin/env node run', async () => {
+    const launcher = await run(join(ROOT, 'bin/petstore'), ['--help'])
+    assert.equal(launcher.code, 0, launcher.stderr)
+    assert.match(launcher.stdout, /^Usage: petstore /)
     // The bin's `#!/usr/bin/env node` finds the old Node first on this PATH.
     const bin = await run(join(ROOT, 'dist/cli/index.js'), ['--version'])
     assert.deepEqual([bin.code, bin.stdout], [0, `${pkg.version}\n`], bin.stderr)

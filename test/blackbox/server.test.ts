@@ -31,7 +31,7 @@ describe('the compiled server, over HTTP (black box)', () => {
     for (const line of lines) assert.equal(typeof JSON.parse(line), 'object', line)
     const told = lines.map(l => JSON.parse(l) as { msg: string, file?: string }).find(l => l.file !== undefined)
     assert.equal(told?.file, keyFile)
-    assert.match(told?.msg ?? '', /npx petstore keys create --name NAME/)
+    assert.match(told?.msg ?? '', /Make more with: bin\/petstore keys create --name NAME/)
     assert.doesNotMatch(server.stdout() + server.stderr(), KEY)
 
     // A key made with the real CLI while the server runs: alone on one line of stdout.

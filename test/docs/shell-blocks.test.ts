@@ -5,6 +5,7 @@ import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync,
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import pg from 'pg'
+import { loadConfig } from '../../src/config/index.js'
 import { startCluster } from '../../scripts/pg-cluster.mjs'
 import { asPostgresUser, postgresOwner } from '../../scripts/lib/local.mjs'
 import { findPgBouncer } from '../../scripts/pgbouncer.mjs'
@@ -135,7 +136,7 @@ describe('the shell blocks of the tutorial and the how-tos', () => {
         const dir = projectFolder(t)
         const port = await freePort()
         const env = { DATABASE_URL: await storeUrl(t, store, dir), PORT: String(port), FIRST_KEY_FILE: join(dir, 'first-api-key.txt') }
-        const r = await runBash(t, dir, 'set -euo pipefail\nnpx petstore keys create --name reader --create > /dev/null\n' + script(list, port, undefined), env)
+        const r = await runBash(t, dir, 'set -euo pipefail\nbin/petstore keys create --name reader --create > /dev/null\n' + script(list, port, undefined), env)
         assert.equal(r.code, 0, `${r.stderr}\n${r.stdout}`)
       })
     }
@@ -149,7 +150,7 @@ describe('the shell blocks of the tutorial and the how-tos', () => {
     const sqlite = `sqlite:${join(dir, 'data', 'petstore.db')}`
     // The store a team starts with: a key and a pet.
     const seed = await runBash(t, dir, `set -euo pipefail
-KEY=$(npx petstore keys create --name before --create)
+KEY=$(bin/petstore keys create --name before --create)
 echo "$KEY"
 `, { DATABASE_URL: sqlite })
     assert.equal(seed.code, 0, seed.stderr)
@@ -182,6 +183,9 @@ curl -sS --fail-with-body http://127.0.0.1:${port}/v1/pets -H "Authorization: Be
     assert.equal(setting('pool_mode'), 'transaction')
     assert.equal(setting('admin_users'), 'pgbouncer')
     assert.equal(setting('stats_users'), 'pgbouncer_stats')
+    // What behaviour.md asks of a pooler: a statement still queued is refused before the service's own
+    // bound (PG_STATEMENT_TIMEOUT_MS + 1 s, at its default) gives up on it.
+    assert.ok(Number(setting('query_wait_timeout')) * 1000 < loadConfig({}).pgStatementTimeoutMs + 1000, `query_wait_timeout = ${setting('query_wait_timeout')}`)
     // PostgreSQL as the page assumes it (postgresql.md's role and database, SCRAM logins), in a
     // cluster of this test's own, the role made with the page's password.
     const password = /postgres:\/\/petstore:([^@]+)@127\.0\.0\.1:6432\/petstore/.exec(readFileSync(page, 'utf8'))![1]!

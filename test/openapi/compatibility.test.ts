@@ -105,4 +105,48 @@ describe('the compatibility check (npm run openapi:compat) against openapi/relea
     assert.equal(v.status, 1)
     assert.deepEqual((v.report.staleExceptions as Json[]).map(a => a.change), ['POST /pets (createPet): operation removed'])
   })
+
+  it('holds info.version to the additions: an addition keeping the released minor fails; the next minor passes; prose alone may keep it', (t) => {
+    const addition = (version: string) => (doc: Json) => {
+      doc.info.version = version
+      doc.components.schemas.Pet.properties.nickname = { type: 'string', maxLength: 64, description: 'A second name.' }
+    }
+    for (const version of ['1.0.0', '1.0.7']) {
+      const v = check(t, addition(version))
+      assert.equal(v.status, 1, version)
+      assert.deepEqual(ids(v), [])
+      assert.match(String(v.report.versionTooLow), /differs from the released 1\.0\.0 in more than prose \(first at \/components\/schemas\/[^)]+\): an addition raises info\.version's minor \(1\.1\.0\)/)
+      assert.match(v.stderr, /an addition raises info\.version's minor/)
+    }
+    for (const version of ['1.1.0', '1.2.3', '2.0.0']) assert.equal(check(t, addition(version)).status, 0, version)
+    // Against a release equal to the current document: a changed description is a patch, a new field is not.
+    const released = current()
+    const prose = checkAgainst(t, released, doc => { doc.info.version = released.info.version; doc.components.schemas.Pet.properties.name.description = 'What the pet answers to.' })
+    assert.equal(prose.status, 0, prose.stderr)
+    const field = checkAgainst(t, released, doc => { doc.info.version = released.info.version; doc.components.schemas.Pet.properties.title = { type: 'string' } })
+    assert.equal(field.status, 1)
+    assert.match(String(field.report.versionTooLow), /first at \/components\/schemas\/Pet\/properties\/title\)/)
+  })
+
+  it('still fails a breaking change at a new minor, and passes an addition at the committed version', (t) => {
+    const removed = check(t, doc => { doc.info.version = '1.2.0'; delete doc.paths['/pets'].post })
+    assert.equal(removed.status, 1)
+    assert.deepEqual(ids(removed), ['POST /pets (createPet): operation removed'])
+    const committed = current().info.version as string
+    assert.notEqual(committed, '1.0.0', 'the committed document adds to 1.0.0: its version must say so')
+    assert.equal(check(t, doc => { doc.components.schemas.Pet.properties.nickname = { type: 'string' } }).status, 0)
+  })
 })
+
+/** As check(), against `base` as the released document (written as its own file) with no exceptions. */
+function checkAgainst (t: Parameters<typeof onCleanup>[0], base: Json, change: (doc: Json) => void): Verdict {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-compat-'))
+  onCleanup(t, () => { rmSync(dir, { recursive: true, force: true }) })
+  const doc = current()
+  change(doc)
+  writeFileSync(join(dir, 'base.json'), JSON.stringify(base))
+  writeFileSync(join(dir, 'openapi.json'), JSON.stringify(doc))
+  writeFileSync(join(dir, 'exceptions.json'), JSON.stringify({ against: base.info.version, accepted: [] }))
+  const run = spawnSync(process.execPath, [script, '--base', join(dir, 'base.json'), '--current', join(dir, 'openapi.json'), '--exceptions', join(dir, 'exceptions.json'), '--json'], { encoding: 'utf8', cwd: root })
+  return { status: run.status, report: JSON.parse(run.stdout) as Json, stderr: run.stderr }
+}

@@ -77,7 +77,7 @@ export class PetstoreClient {
     // Refused here, before any request: from JavaScript (or an unset environment variable) a missing
     // key would otherwise go out as `Bearer undefined` and come back as a puzzling 401.
     if (typeof options.apiKey !== 'string' || !/^\S+$/.test(options.apiKey)) {
-      throw new TypeError('apiKey: required, an API key such as psk_… (make one with `npx petstore keys create --name NAME`)')
+      throw new TypeError('apiKey: required, an API key such as psk_… (make one with `bin/petstore keys create --name NAME`)')
     }
     this.baseUrl = checkBaseUrl(options.baseUrl)
     this.apiKey = options.apiKey

@@ -72,7 +72,7 @@ export interface RetryOptions {
 export interface ClientOptions {
   /** The base address: an http(s) URL ending in /v1, e.g. http://127.0.0.1:8080/v1 (any other form throws at createClient). */
   baseUrl: string
-  /** An API key (`npx petstore keys create --name NAME`). */
+  /** An API key (`bin/petstore keys create --name NAME`). */
   apiKey: string
   /**
    * Called once per operation per client when a response carries `Deprecation`. Default: a

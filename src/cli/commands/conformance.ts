@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { InvalidArgumentError, Option, type Command } from 'commander'
 import { LARGEST_BODY_LIMIT } from '../../config/index.js'
-import { checkDeployment, NAME_PREFIX, type CheckResult } from '../../contract/deployment-check.js'
+import { checkDeployment, KeyRefused, NAME_PREFIX, type CheckResult } from '../../contract/deployment-check.js'
 import { CliError, EXIT } from '../exit.js'
 
 // The document this CLI ships: openapi/openapi.json, three levels up from src/cli/commands/ and dist/cli/commands/.
@@ -16,6 +16,9 @@ function parseBaseUrl (value: string): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`URL must be http:// or https://, not ${url.protocol}`)
   if (url.search !== '' || url.hash !== '') throw new InvalidArgumentError('URL must have no query or fragment')
+  // The service serves /openapi.json and /v1 at its root, and its Location and Link headers are paths
+  // from there: checks under a prefix would test a proxy's rewriting, not the contract.
+  if (url.pathname !== '/') throw new InvalidArgumentError(`URL must be the deployment's origin, without a path (not ${url.pathname}): the checks request /openapi.json and the document's /v1 paths from the root; behind a proxy that adds a prefix, give the address that serves the root`)
   return url
 }
 
@@ -62,6 +65,9 @@ export function registerConformanceCommand (program: Command): void {
         write: opts.write === true,
         maxPages: opts.maxPages,
         largestBodyLimit: LARGEST_BODY_LIMIT
+      }).catch((err: unknown) => {
+        if (err instanceof KeyRefused) throw new CliError(`${err.message}; check --key (or PETSTORE_API_KEY): it must be a key of ${opts.baseUrl.origin}, not revoked or expired, with read scope (and write scope for --write)`)
+        throw err
       })
       // Nothing a deployment sends back may carry the key into the output.
       const scrub = (s: string): string => s.split(opts.key).join('[key]')
