@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { ConfigError, loadConfig, PROJECT_ROOT } from '../src/config/index.js'
-import { onCleanup } from './helpers/cleanup.js'
+import { ConfigError, loadConfig, PROJECT_ROOT } from '../../src/config/index.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 describe('loadConfig', () => {
   it('applies the documented defaults, resolving the default database path against the project directory', () => {

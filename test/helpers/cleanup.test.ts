@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { onCleanup } from './helpers/cleanup.js'
+import { onCleanup } from './cleanup.js'
 
 // The tests' own cleanup order: a server must be stopped before the directory it writes into is
 // removed, and one failing cleanup must not leave the others (a kill) undone.
