@@ -140,6 +140,23 @@ describe('per-address limit on requests without a valid key', () => {
     assert.equal((await from(BAD_KEY)).statusCode, 401, 'a new window: the budget is back')
   })
 
+  it('is shared by every instance through Redis: an address blocked on one is refused by another', async (t) => {
+    const redisUrl = await startRedis(t)
+    const env = { RATE_LIMIT_ANON_MAX: '2', REDIS_URL: redisUrl }
+    const a = await buildTestApp(t, { env })
+    const b = await buildTestApp(t, { env, dir: a.dir })
+    const from = (ta: typeof a, i: number) => ta.app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer psk_' + String(i).padStart(43, 'r') }, remoteAddress: '203.0.113.50' })
+    assert.deepEqual([(await from(a, 1)).statusCode, (await from(a, 2)).statusCode, (await from(a, 3)).statusCode], [401, 401, 429])
+    let lookups = 0
+    const find = b.store.findApiKeyByHash.bind(b.store)
+    b.store.findApiKeyByHash = async (hash) => { lookups++; return await find(hash) }
+    const refused = await from(b, 4)
+    assert.equal(refused.statusCode, 429)
+    assert.equal(lookups, 0, 'refused before its key was looked up')
+    assert.equal(refused.headers['ratelimit-policy'], '"address";q=2;w=60')
+    assert.equal((await b.app.inject({ url: '/v1/pets', headers: { authorization: BAD_KEY }, remoteAddress: '198.51.100.50' })).statusCode, 401)
+  })
+
   it('does not count requests with a valid key against the address', async (t) => {
     const ta = await buildTestApp(t, { env: { RATE_LIMIT_ANON_MAX: '2' } })
     for (let i = 0; i < 5; i++) {
