@@ -75,7 +75,7 @@ export async function buildApp ({ config, store, now = systemClock, logger = fal
     await app.register(storeNotices, { store })
     installJsonBodyParser(app, config.bodyLimit)
     await app.register(beforeBody)
-    await app.register(rateLimits, { config, now })
+    await app.register(rateLimits, { config })
     await app.register(bearerAuth, { store, keyCacheTtlMs: config.keyCacheTtlMs, now })
     await app.register(openApiPlugin, { config })
     registerSchemas(app)
