@@ -18,7 +18,9 @@ const LOOP_DELAY_GAUGES = [
 /**
  * The Prometheus metrics of one app, as prom-client metrics in a registry of its own (several apps
  * share a test process). Values the app holds elsewhere (read-cache size, the store's pool, dropped
- * log lines) are read when scraped, by the metric's collect().
+ * log lines) are read when scraped, by the metric's collect(). One part is our own: the event-loop
+ * delay gauges replace prom-client's default ones, whose values before the first sample are false
+ * (replaceLoopDelayGauges; its test fails with prom-client's).
  */
 export class Metrics {
   private readonly registry = new Registry()
