@@ -5,7 +5,7 @@
 // compile cache on and then imports dist/start-server.js, so the bundle's compiled code is cached too.
 // Kept external, loaded from node_modules: native code (better-sqlite3), packages
 // that read their own files at run time (the docs page's), and packages loaded only on use (pg,
-// ioredis, prom-client, Ajv…), which would otherwise weigh on every start's parse for nothing.
+// ioredis, Ajv…), which would otherwise weigh on every start's parse for nothing.
 // Not minified, with source maps (dist/*.js.map): a stack trace reads as it is, and
 // `NODE_OPTIONS=--enable-source-maps` maps it to src/*.ts (and node_modules/*/…). Without esbuild's
 // keepNames: it wraps every function and class made at run time in a defineProperty call for its
@@ -27,9 +27,8 @@ const external = [
   // The docs app, built on first use: @fastify/swagger-ui and @fastify/static serve their own files,
   // and the docs page reads lossless-json's browser build.
   '@fastify/swagger', '@fastify/swagger-ui', 'yaml', 'lossless-json',
-  // Loaded on use only: a store's driver, Redis rate limits, the /metrics registry, the request
-  // validator, pretty logs.
-  'pg', 'ioredis', '@fastify/rate-limit', 'prom-client', 'ajv', 'pino-pretty',
+  // Loaded on use only: a store's driver, Redis rate limits, the request validator, pretty logs.
+  'pg', 'ioredis', '@fastify/rate-limit', 'ajv', 'pino-pretty',
   // OpenTelemetry, only while tracing is on (src/observability/tracing-sdk.ts): the SDK patches the drivers as
   // Node loads them from node_modules.
   '@opentelemetry/*',

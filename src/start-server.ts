@@ -50,7 +50,8 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     return cannotStart(err, config)
   }
 
-  const metrics = new Metrics(store, { processMetrics: true })
+  // Process metrics only where they are served: they sample the event loop and observe GC.
+  const metrics = new Metrics(store, { processMetrics: config.metrics !== undefined })
   const log = openLog(config, undefined, tracing)
   metrics.watchLogLinesDropped(log.dropped)
   let app: FastifyInstance

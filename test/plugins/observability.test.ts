@@ -3,8 +3,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import Database from 'better-sqlite3'
 import { describe, it } from 'node:test'
-import { Histogram, Registry } from 'prom-client'
-import { buildMetricsApp, Metrics } from '../../src/observability/metrics.js'
+import { buildMetricsApp } from '../../src/observability/metrics.js'
 import { buildTestApp } from '../helpers/app.js'
 import { onCleanup } from '../helpers/cleanup.js'
 
@@ -141,77 +140,5 @@ describe('GET /metrics', () => {
     assert.match(body, /# TYPE petstore_rate_limited_total counter/)
     // Not on the API port.
     assert.equal((await ta.app.inject({ url: '/metrics' })).statusCode, 404)
-  })
-})
-
-describe('request metrics counted as plain numbers', () => {
-  it('expose the same histogram text and JSON as prom-client observing the same requests itself', async () => {
-    const metrics = new Metrics({})
-    const reference = new Registry()
-    const h = new Histogram({
-      name: 'petstore_http_request_duration_seconds',
-      help: 'Time from receiving a request to finishing its response, by method, route template and status.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [reference]
-    })
-    const seen: Array<[string, string | undefined, number, number]> = [
-      ['GET', '/v1/pets', 200, 0.3], ['GET', '/v1/pets', 200, 0.5], ['GET', '/v1/pets', 200, 7], ['GET', '/v1/pets', 200, 30000],
-      ['GET', '/v1/pets/:petId', 404, 1.2], ['POST', undefined, 405, 0.01]
-    ]
-    for (const [method, route, status, ms] of seen) {
-      metrics.observe(method, route, status, ms)
-      h.observe({ method, route: route ?? 'unmatched', status: String(status) }, ms / 1000)
-    }
-    const name = 'petstore_http_request_duration_seconds'
-    assert.equal(await metrics.snapshot().getSingleMetricAsString(name), await reference.getSingleMetricAsString(name))
-    // The JSON form too (without exemplars, which these metrics do not record).
-    const json = async (r: Registry) => {
-      const m = (await r.getMetricsAsJSON()).find(m => m.name === name)!
-      return { name: m.name, help: m.help, type: m.type, values: m.values.map(v => ({ metricName: (v as { metricName?: string }).metricName, labels: v.labels, value: v.value })) }
-    }
-    assert.deepEqual(await json(metrics.snapshot()), await json(reference))
-    const count = await metrics.snapshot().getSingleMetricAsString('petstore_http_requests_total')
-    assert.match(count, /petstore_http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 4/)
-    assert.match(count, /petstore_http_requests_total\{method="POST",route="unmatched",status="405"\} 1/)
-  })
-})
-
-describe('process metrics before the first sample', () => {
-  it('leave the event-loop delay series out instead of a sentinel or NaN, and report them once sampled', async (t) => {
-    // prom-client loaded and the delay sampling started by this first scrape itself: no sample yet.
-    const metrics = new Metrics({}, { processMetrics: true })
-    const first = await metrics.snapshot().metrics()
-    assert.match(first, /# TYPE petstore_nodejs_eventloop_lag_min_seconds gauge/)
-    assert.doesNotMatch(first, /^petstore_nodejs_eventloop_lag_(min|max|mean|stddev|p50|p90|p99)_seconds /m)
-    assert.doesNotMatch(first, / nan$|9223372036/im)
-    // No getPet sunset known to this Metrics (no app set it): no series either.
-    assert.doesNotMatch(first, /^petstore_getpet_sunset_timestamp_seconds /m)
-    // A fresh metrics listener as the server starts it, scraped at once: no such value either.
-    const fresh = buildMetricsApp(new Metrics({}, { processMetrics: true }))
-    onCleanup(t, () => fresh.close())
-    assert.doesNotMatch((await fresh.inject({ url: '/metrics' })).body, / nan$|9223372036/im)
-    // After some turns of the event loop (the sampler's resolution is 10 ms), the delays are reported.
-    await new Promise(resolve => setTimeout(resolve, 50))
-    const metricsApp = buildMetricsApp(metrics)
-    onCleanup(t, () => metricsApp.close())
-    const later = (await metricsApp.inject({ url: '/metrics' })).body
-    const min = /^petstore_nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(later)
-    assert.ok(min !== null, 'the minimum delay is reported once sampled')
-    assert.ok(Number(min[1]) >= 0 && Number(min[1]) < 9223372036)
-    assert.match(later, /^petstore_nodejs_eventloop_lag_mean_seconds \d/m)
-  })
-})
-
-describe('pool metrics', () => {
-  it('reports the pool of a store that has one, read at scrape time', async () => {
-    const stats = { total: 10, idle: 7, waiting: 0 }
-    const metrics = new Metrics({ poolStats: () => stats })
-    stats.waiting = 3
-    const text = await metrics.snapshot().metrics()
-    assert.match(text, /petstore_store_pool_connections\{state="total"\} 10/)
-    assert.match(text, /petstore_store_pool_connections\{state="idle"\} 7/)
-    assert.match(text, /petstore_store_pool_connections\{state="waiting"\} 3/)
-    assert.doesNotMatch(await new Metrics({}).snapshot().metrics(), /pool_connections/)
   })
 })
