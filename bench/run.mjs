@@ -7,7 +7,8 @@
 // runs the read scenarios 1–2 and 8.1–8.2 alone (several minutes), for work on the hot path;
 // `--only=mix` runs the realistic mix (bench/mix.mjs, where most reads miss the cache) alone;
 // `--only=compress` runs scenario 9 (a cached 100-pet page, identity next to gzip) alone. A full
-// run ends with the mix.
+// run ends with the mix. `npm run bench -- --compare <git ref>` measures this build against the
+// build of another commit instead (bench/compare.mjs).
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
@@ -16,6 +17,7 @@ import { startCluster } from '../scripts/pg-cluster.mjs'
 import { featureEnvs, SAMPLED_10, startOtlpSink } from './otlp-sink.mjs'
 import { AUTH, CREATE, cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, KEY, LIST, log, makeStore as makeStoreIn, measure, median, PET, pinning, requireBuild, ROOT, scratch, startService as startProcess, stop, waitReady } from './lib.mjs'
 
+if (process.argv.some(a => a === '--compare' || a.startsWith('--compare='))) process.exit(spawnSync(process.execPath, [join(ROOT, 'bench/compare.mjs'), ...process.argv.slice(2)], { stdio: 'inherit' }).status ?? 1)
 requireBuild()
 const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
 const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
