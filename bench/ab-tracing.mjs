@@ -10,7 +10,7 @@ import { copyFileSync, readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import { DIST, cpuSeconds, freePort, scratch, smallStore, stop, waitReady } from './lib.mjs'
+import { DIST, KEY, cpuSeconds, freePort, makeStore, scratch, stop, waitReady } from './lib.mjs'
 import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
 
 const rounds = Number(process.argv[2] ?? 4)
@@ -19,9 +19,8 @@ const which = process.argv[4] ?? 'get'
 const path = which === 'list' ? '/v1/pets?limit=20' : '/v1/pets/500'
 spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
 const session = scratch('petstore-ab-', { wrap: (cmd, args) => ['taskset', ['-c', '0', cmd, ...args]] })
-const KEY = 'psk_' + 'b'.repeat(43)
 const dbPath = join(session.tmp, 'ab.db')
-await smallStore(dbPath, KEY)
+await makeStore(DIST, dbPath, 1000, [KEY])
 
 const sink = await startOtlpSink()
 const tracingOn = { ...featureEnvs(sink.url)['tracing on'], ...JSON.parse(process.env.AB_TRACING_ENV ?? '{}') }

@@ -1,12 +1,14 @@
 // What the benches share: the production build they measure, a scratch directory and the child
-// processes and throwaway servers they start (all removed on any exit, Ctrl-C included), the service
-// started as `npm start` runs it, plain HTTP calls, CPU accounting and percentiles.
-import { spawn } from 'node:child_process'
+// processes and throwaway servers they start (all removed on any exit, Ctrl-C included), CPU
+// pinning, preloaded stores, the service started as `npm start` runs it, plain HTTP calls, one
+// measured load run (autocannon) with the server's CPU accounting, medians and percentiles.
+import { spawn, spawnSync } from 'node:child_process'
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
-import { tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
 import pg from 'pg'
 import { freePort } from '../scripts/lib/local.mjs'
 
@@ -23,9 +25,19 @@ export function requireBuild () {
   }
 }
 
+/** The API key the benches' stores hold, and the header that presents it. */
+export const KEY = 'psk_' + 'b'.repeat(43)
+export const AUTH = { authorization: `Bearer ${KEY}` }
+/** The requests of the benches' basic rows: a list page and a pet (both kept by the read cache once asked for), a durable create. */
+export const LIST = '/v1/pets?limit=20'
+export const PET = '/v1/pets/500'
+export const CREATE = { path: '/v1/pets', method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Rex', categoryId: 42, status: 'pending' }) }
+
 export const log = (msg) => process.stderr.write(`${msg}\n`)
 export const sleep = (ms) => new Promise(resolve => setTimeout(resolve, ms))
 export const fmt = (n, d = 0) => Number.isFinite(n) ? n.toFixed(d) : '–'
+
+export const median = (xs) => { const s = [...xs].sort((x, y) => x - y); const m = s.length >> 1; return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2 }
 
 export function percentile (sorted, p) {
   if (sorted.length === 0) return NaN
@@ -95,6 +107,40 @@ export async function waitReady (port, path, deadlineMs, child) {
 }
 
 /**
+ * CPU pinning where there are two cores or more and taskset: this process (the load generator) moves
+ * to core 1, and `wrap` (for scratch()) starts every server on core 0, so the two do not compete.
+ */
+export function pinning () {
+  const canPin = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0
+  if (canPin) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
+  /** @type {(cmd: string, args: string[]) => [string, string[]]} */
+  const wrap = (cmd, args) => canPin ? ['taskset', ['-c', '0', cmd, ...args]] : [cmd, args]
+  return { canPin, wrap }
+}
+
+/**
+ * A SQLite store at `path`, made by the build in `dist` (its own migrations and key hashing): `pets`
+ * pets (statuses in turn, categories 0–96) and an API key for each of `keys`, inserted straight into
+ * the file in one statement, so a million pets take seconds instead of a million HTTP round trips.
+ * @param {string} dist @param {string} path @param {number} pets @param {string[]} keys
+ */
+export async function makeStore (dist, path, pets, keys) {
+  const { openSqlite } = await import(join(dist, 'store/sqlite/connection.js'))
+  const { migrateSqlite } = await import(join(dist, 'store/sqlite/migrations.js'))
+  const { hashApiKey } = await import(join(dist, 'services/api-keys.js'))
+  const db = openSqlite(path, 'OFF')
+  migrateSqlite(db)
+  const insertKey = db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)')
+  keys.forEach((k, i) => insertKey.run(`bench-${i}`, hashApiKey(k), new Date().toISOString()))
+  db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ?)
+    INSERT INTO pets (name, category_id, status)
+    SELECT 'pet-' || x, x % 97, CASE x % 3 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' ELSE 'sold' END FROM n`).run(pets)
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  db.close()
+  return path
+}
+
+/**
  * The production service (dist/server.js) as `npm start` runs it, its log in the scratch directory,
  * ready when /readyz answers 200. One API key drives all the load of a bench: its rate limit is
  * raised out of reach (not turned off), so the limiter still does its per-request work but never
@@ -105,17 +151,18 @@ export async function waitReady (port, path, deadlineMs, child) {
  * @param {string} name
  * @param {Record<string, string>} env
  * @param {{ sqliteSynchronous?: string }} [storeOptions] the store's options users cannot set (startServer's second argument)
+ * @param {string} [root] the checkout whose build runs (another build: bench/compare.mjs)
  */
-export async function startService (session, name, env, storeOptions) {
+export async function startService (session, name, env, storeOptions, root = ROOT) {
   const port = await freePort()
   const logFile = join(session.tmp, `${name}.log`)
   const logFd = openSync(logFile, 'a')
   const started = process.hrtime.bigint()
   const entry = storeOptions === undefined
-    ? [join(DIST, 'server.js')]
-    : [join(ROOT, 'scripts/serve-with-store-options.mjs'), JSON.stringify(storeOptions)]
+    ? [join(root, 'dist/server.js')]
+    : [join(root, 'scripts/serve-with-store-options.mjs'), JSON.stringify(storeOptions)]
   const child = session.spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...entry], {
-    cwd: ROOT,
+    cwd: root,
     stdio: ['ignore', logFd, logFd],
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_MAX: '1000000000', SHUTDOWN_DRAIN_MS: '0', ...env }
   })
@@ -138,6 +185,32 @@ export async function stop (child) {
   if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
 }
 
+/**
+ * One autocannon run against `server` on loopback, 64 connections unless `opts` say otherwise, and
+ * the CPU its process used meanwhile. `path` is appended to the server's URL, `rate` caps the total
+ * request rate; the rest are autocannon's options. Latencies are taken from every response (float
+ * ms, not autocannon's whole-millisecond histogram); errors = transport errors + timeouts + non-2xx.
+ * @param {{ child: import('node:child_process').ChildProcess, port: number }} server
+ * @param {{ path?: string, rate?: number } & Record<string, any>} opts
+ */
+export async function measure (server, { path = '', rate, ...opts }) {
+  const latencies = []
+  const before = cpuSeconds([server.child.pid])
+  const inst = autocannon({ url: `http://127.0.0.1:${server.port}${path}`, connections: 64, timeout: 10, overallRate: rate, ...opts })
+  inst.on('response', (_client, _status, _bytes, ms) => { latencies.push(ms) })
+  const res = await inst
+  latencies.sort((a, b) => a - b)
+  const used = cpuSeconds([server.child.pid]) - before
+  return {
+    rps: res.requests.total / res.duration,
+    cpuUsPerReq: used * 1e6 / Math.max(1, res.requests.total),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    errors: res.errors + res.timeouts + res.non2xx,
+    cpu: used / res.duration
+  }
+}
+
 /** utime + stime (all threads) of the given processes, in seconds; a process gone counts nothing. */
 export function cpuSeconds (pids) {
   let ticks = 0
@@ -157,19 +230,6 @@ export function cpuSeconds (pids) {
  * @param {string} adminUrl @param {string} name @param {string} keyHash
  * @param {(client: pg.Client) => Promise<void>} [seed]
  */
-/** A SQLite store of 1,000 pets and one key (`key`, named `name`) at `dbPath`, from the built dist/. */
-export async function smallStore (dbPath, key, name = 'bench') {
-  const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
-  const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
-  const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
-  const db = openSqlite(dbPath, 'OFF')
-  migrateSqlite(db)
-  db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)').run(name, hashApiKey(key), new Date().toISOString())
-  db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000)
-  INSERT INTO pets (name, category_id, status) SELECT 'pet-' || x, x % 97, 'available' FROM n`).run()
-  db.close()
-}
-
 export async function createDatabase (adminUrl, name, keyHash, seed) {
   const { migratePostgres } = await import(join(DIST, 'store/postgres/migrations.js'))
   const admin = new pg.Client({ connectionString: adminUrl })

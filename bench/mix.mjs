@@ -1,7 +1,6 @@
 // `npm run bench -- --only=mix` (and part of `npm run bench`): the realistic mix, where most reads
-// miss the read cache. Many pets, eight API keys taken in turn, 65% getPet (ids Zipf-distributed with
-// s = 1.1, or uniform), 25% listPets (limit 10/20/50, half with a status filter; 60% first pages,
-// the rest pages 2–5 of a cursor walk), 10% creates. Measured side by side with its limit, the same
+// miss the read cache. Many pets and the request stream of bench/mix-stream.mjs: eight API keys taken
+// in turn, 65% getPet (ids Zipf-distributed with s = 1.1, or uniform), 25% listPets, 10% creates. Measured side by side with its limit, the same
 // operations on an in-memory Map in a raw node:http process (bench/mix-limit.mjs), alternating
 // A, B, A, B; then both at a fixed rate of 80% of the service's peak for the tail. The service is
 // measured warm, as an instance that has been serving for a while: its warm-up lasts until the read
@@ -14,48 +13,27 @@ import { spawnSync } from 'node:child_process'
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
-import autocannon from 'autocannon'
 import { startCluster } from '../scripts/pg-cluster.mjs'
 import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
-import { cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, log, percentile, requireBuild, ROOT, scratch, startService, stop, waitReady } from './lib.mjs'
+import { createDatabase, DIST, fmt, freePort, log, makeStore, median, pinning, requireBuild, ROOT, scratch, startService, stop, waitReady } from './lib.mjs'
+import { cacheCounters, hitRate, KEYS, loadMix, mixRequests, PETS, walks, WARM_MAX_S, warmUp } from './mix-stream.mjs'
 
 requireBuild()
-const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
-const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
 const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
 const { loadConfig } = await import(join(DIST, 'config/index.js'))
 /** The read cache's budget the service runs with (READ_CACHE_MAX_MB's default), in MiB. */
 const CACHE_MIB = loadConfig({}).readCacheMaxBytes / 1048576
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 4)
-/** The longest warm-up of the service before a mix is measured, in seconds. */
-const WARM_MAX_S = Number(process.env.MIX_WARM_MAX_S ?? 30)
-const CONNECTIONS = 64
-const PETS = Number(process.env.MIX_PETS ?? 200_000)
 const BIG = Number(process.env.BENCH_BIG_STORE ?? 1_000_000)
-const KEYS = Array.from({ length: 8 }, (_, i) => `psk_${String(i).repeat(43)}`)
-const STATUSES = ['available', 'pending', 'sold']
-const LIMITS = [10, 20, 50]
-const BODY = JSON.stringify({ name: 'Rex', categoryId: 42, status: 'pending' })
-
-const canPin = spawnSync('taskset', ['-V']).status === 0
-if (canPin) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
-const session = scratch('petstore-mix-', { wrap: (cmd, args) => canPin ? ['taskset', ['-c', '0', cmd, ...args]] : [cmd, args] })
+const session = scratch('petstore-mix-', { wrap: pinning().wrap })
+/** One measured run of a mix, DURATION seconds unless `opts` say otherwise. */
+const load = (server, requests, opts = {}) => loadMix(server, requests, { duration: DURATION, ...opts })
 
 // ---------------------------------------------------------------------------------------------
 // Stores, preloaded directly (as bench/run.mjs does), with the eight keys.
-function sqliteStore (name, pets) {
-  const path = join(session.tmp, `${name}.db`)
-  const db = openSqlite(path, 'OFF')
-  migrateSqlite(db)
-  const insertKey = db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)')
-  KEYS.forEach((k, i) => insertKey.run(`mix-${i}`, hashApiKey(k), new Date().toISOString()))
-  db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ?)
-    INSERT INTO pets (name, category_id, status)
-    SELECT 'pet-' || x, x % 97, CASE x % 3 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' ELSE 'sold' END FROM n`).run(pets)
-  db.pragma('wal_checkpoint(TRUNCATE)')
-  db.close()
-  return `sqlite:${path}`
+async function sqliteStore (name, pets) {
+  return `sqlite:${await makeStore(DIST, join(session.tmp, `${name}.db`), pets, KEYS)}`
 }
 
 async function pgStore (adminUrl, pets) {
@@ -66,106 +44,6 @@ async function pgStore (adminUrl, pets) {
       FROM generate_series(1, $1::int) AS x`, [pets])
     await c.query('VACUUM ANALYZE')
   })
-}
-
-// ---------------------------------------------------------------------------------------------
-// The request stream: the same sequence of choices for the service and its limit.
-function rng (seed) {
-  let s = seed >>> 0
-  return () => { s = (s + 0x6D2B79F5) >>> 0; let t = s; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296 }
-}
-
-/** Draws ids 1..n: uniformly, or Zipf(s) by rank with the ranks spread over the ids by a fixed shuffle. */
-function idSampler (n, dist, random) {
-  if (dist === 'uniform') return () => 1 + Math.floor(random() * n)
-  const cdf = new Float64Array(n)
-  let sum = 0
-  for (let r = 0; r < n; r++) { sum += 1 / Math.pow(r + 1, 1.1); cdf[r] = sum }
-  const ids = new Uint32Array(n)
-  for (let i = 0; i < n; i++) ids[i] = i + 1
-  const shuffle = rng(7)
-  for (let i = n - 1; i > 0; i--) { const j = Math.floor(shuffle() * (i + 1)); const t = ids[i]; ids[i] = ids[j]; ids[j] = t }
-  return () => {
-    const u = random() * sum
-    let lo = 0; let hi = n - 1
-    while (lo < hi) { const mid = (lo + hi) >>> 1; if (cdf[mid] < u) lo = mid + 1; else hi = mid }
-    return ids[lo]
-  }
-}
-
-/** Pages 1–5 of each (limit, status) walk, as URLs, by following the server's own Link headers. */
-async function walks (port) {
-  const out = new Map()
-  for (const limit of LIMITS) {
-    for (const status of [undefined, ...STATUSES]) {
-      const urls = [`/v1/pets?limit=${limit}${status === undefined ? '' : `&status=${status}`}`]
-      while (urls.length < 5) {
-        const r = await httpCall(port, 'GET', urls[urls.length - 1], { authorization: `Bearer ${KEYS[0]}` })
-        const next = /<([^>]+)>; rel="next"/.exec(String(r.headers.link ?? ''))
-        if (r.status !== 200 || next === null) throw new Error(`walk ${urls[urls.length - 1]}: ${r.status}, no next page`)
-        urls.push(next[1])
-      }
-      out.set(`${limit}|${status}`, urls)
-    }
-  }
-  return out
-}
-
-/** autocannon's per-request hook: the next request of the mix (without creates: its reads in the same proportions), each with `extra` headers. */
-function mixRequests (pages, n, dist, seed, creates = true, extra = {}) {
-  const random = rng(seed)
-  const id = idSampler(n, dist, random)
-  let k = 0
-  return [{
-    setupRequest (req) {
-      const key = KEYS[k++ % KEYS.length]
-      const x = creates ? random() : random() * 0.9
-      const headers = { authorization: `Bearer ${key}`, ...extra }
-      if (x < 0.65) return { ...req, method: 'GET', path: `/v1/pets/${id()}`, headers, body: undefined }
-      if (x < 0.90) {
-        const limit = LIMITS[Math.floor(random() * LIMITS.length)]
-        const status = random() < 0.5 ? undefined : STATUSES[Math.floor(random() * STATUSES.length)]
-        const urls = pages.get(`${limit}|${status}`)
-        const page = random() < 0.6 ? 0 : 1 + Math.floor(random() * (urls.length - 1))
-        return { ...req, method: 'GET', path: urls[page], headers, body: undefined }
-      }
-      return { ...req, method: 'POST', path: '/v1/pets', headers: { ...headers, 'content-type': 'application/json' }, body: BODY }
-    }
-  }]
-}
-
-// ---------------------------------------------------------------------------------------------
-// Load and accounting.
-/** @param {{ child: import('node:child_process').ChildProcess, port: number }} server @param {any[]} requests @param {{ duration?: number, rate?: number }} [opts] */
-function load (server, requests, { duration = DURATION, rate } = {}) {
-  const latencies = []
-  const before = cpuSeconds([server.child.pid])
-  const inst = autocannon({ url: `http://127.0.0.1:${server.port}`, requests, connections: CONNECTIONS, duration, overallRate: rate, timeout: 10, idReplacement: false })
-  inst.on('response', (_c, _status, _bytes, ms) => { latencies.push(ms) })
-  return inst.then(res => {
-    latencies.sort((a, b) => a - b)
-    const used = cpuSeconds([server.child.pid]) - before
-    return { rps: res.requests.total / res.duration, cpuUsPerReq: used * 1e6 / Math.max(1, res.requests.total), p99: percentile(latencies, 99), errors: res.errors + res.timeouts + res.non2xx }
-  })
-}
-
-async function cacheCounters (svc) {
-  const r = await httpCall(svc.metricsPort, 'GET', '/metrics')
-  const text = r.body.toString()
-  const value = (name, kind) => {
-    const prefix = kind === undefined ? `${name} ` : `${name}{kind="${kind}"} `
-    const line = text.split('\n').find(l => l.startsWith(prefix))
-    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1))
-  }
-  return {
-    ...Object.fromEntries(['pet', 'page'].map(kind => [kind, { hits: value('petstore_read_cache_hits_total', kind), misses: value('petstore_read_cache_misses_total', kind) }])),
-    bytes: value('petstore_read_cache_bytes')
-  }
-}
-const hitRate = (a, b, kind) => {
-  const hits = b[kind].hits - a[kind].hits
-  const all = hits + b[kind].misses - a[kind].misses
-  return all === 0 ? NaN : hits / all
 }
 
 function peakRssMb (pid) {
@@ -181,31 +59,8 @@ async function startLimit (pets) {
   return { name: 'limit', child, port }
 }
 
-/**
- * Runs the mix against the service in 2-second rounds until its read cache is full (95% of its
- * budget) or the pet hit rate of a round is within one point of the round before, at most
- * WARM_MAX_S seconds. Returns how many seconds it took.
- */
-async function warmUp (svc, stream) {
-  const budget = CACHE_MIB * 1048576
-  let seconds = 0
-  let previous = NaN
-  let counters = await cacheCounters(svc)
-  for (let round = 1; seconds < WARM_MAX_S; round++) {
-    await load(svc, stream(100 + round), { duration: 2 })
-    seconds += 2
-    const now = await cacheCounters(svc)
-    const rate = hitRate(counters, now, 'pet')
-    counters = now
-    if (now.bytes >= 0.95 * budget || Math.abs(rate - previous) < 0.01) break
-    previous = rate
-  }
-  return seconds
-}
-
 /** Alternated service/limit pairs of saturation runs a mix is measured with. */
 const PAIRS = Number(process.env.MIX_PAIRS ?? 5)
-const median = (xs) => { const v = [...xs].sort((a, b) => a - b); const m = v.length >> 1; return v.length % 2 === 1 ? v[m] : (v[m - 1] + v[m]) / 2 }
 
 const rows = []
 /**
@@ -218,7 +73,7 @@ const rows = []
 async function compare (label, svc, limit, pets, dist, creates = true, extra = {}) {
   const [svcPages, limitPages] = [await walks(svc.port), await walks(limit.port)]
   const stream = (target, seed) => target === svc ? mixRequests(svcPages, pets, dist, seed, creates, extra) : mixRequests(limitPages, pets, dist, seed, creates)
-  const warmSeconds = await warmUp(svc, seed => stream(svc, seed))
+  const warmSeconds = await warmUp(svc, seed => stream(svc, seed), CACHE_MIB * 1048576, WARM_MAX_S)
   await load(limit, stream(limit, 1), { duration: 2 })
   const before = await cacheCounters(svc)
   const s = []; const l = []
@@ -265,7 +120,7 @@ const load0 = loadavg()
 log(`realistic mix: ${PETS} pets (and ${BIG} on SQLite, uniform), 8 keys, ${DURATION} s runs; load average ${load0.map(x => x.toFixed(2)).join(' ')}`)
 
 const limit = await startLimit(PETS)
-const small = sqliteStore('mix', PETS)
+const small = await sqliteStore('mix', PETS)
 for (const dist of ['zipf', 'uniform']) {
   await withService(`sqlite-${dist}`, { DATABASE_URL: small }, svc => compare(`SQLite ${PETS / 1000}k, ${dist}`, svc, limit, PETS, dist))
 }
@@ -293,7 +148,7 @@ await stop(limit.child)
 
 if (BIG > PETS) {
   const bigLimit = await startLimit(BIG)
-  const big = sqliteStore('mix-big', BIG)
+  const big = await sqliteStore('mix-big', BIG)
   await withService('sqlite-big', { DATABASE_URL: big }, svc => compare(`SQLite ${BIG / 1000}k, uniform`, svc, bigLimit, BIG, 'uniform'))
   // The process without the read cache under the same mix: the base its memory is measured against.
   await withService('sqlite-big-nocache', { DATABASE_URL: big, READ_CACHE_MAX_MB: '0' }, svc => compare(`SQLite ${BIG / 1000}k, uniform, read cache off`, svc, bigLimit, BIG, 'uniform'))

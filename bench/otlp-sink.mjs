@@ -30,3 +30,6 @@ export function featureEnvs (sinkUrl) {
     'tracing on': { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }
   }
 }
+
+/** Added to tracing on: one root request in ten traced (what an operator who samples runs). */
+export const SAMPLED_10 = { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }

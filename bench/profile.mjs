@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { smallStore } from './lib.mjs'
+import { DIST, makeStore } from './lib.mjs'
 import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -37,7 +37,7 @@ if (spec === undefined) throw new Error(`unknown scenario ${scenario}; one of ${
 
 const tmp = mkdtempSync(join(tmpdir(), 'petstore-profile-'))
 const dbPath = join(tmp, 'p.db')
-await smallStore(dbPath, KEY, 'profile')
+await makeStore(DIST, dbPath, 1000, [KEY])
 
 const sink = tracing ? await startOtlpSink() : undefined
 const outDir = join(ROOT, 'bench/results/profiles')

@@ -7,19 +7,19 @@
 // runs the read scenarios 1–2 and 8.1–8.2 alone (several minutes), for work on the hot path;
 // `--only=mix` runs the realistic mix (bench/mix.mjs, where most reads miss the cache) alone;
 // `--only=compress` runs scenario 9 (a cached 100-pet page, identity next to gzip) alone. A full
-// run ends with the mix.
+// run ends with the mix. `npm run bench -- --compare <git ref>` measures this build against the
+// build of another commit instead (bench/compare.mjs).
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
-import autocannon from 'autocannon'
 import { startCluster } from '../scripts/pg-cluster.mjs'
-import { featureEnvs, startOtlpSink } from './otlp-sink.mjs'
-import { cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, log, percentile, requireBuild, ROOT, scratch, startService as startProcess, stop, waitReady } from './lib.mjs'
+import { featureEnvs, SAMPLED_10, startOtlpSink } from './otlp-sink.mjs'
+import { AUTH, CREATE, cpuSeconds, createDatabase, DIST, fmt, freePort, httpCall, KEY, LIST, log, makeStore as makeStoreIn, measure, median, PET, pinning, requireBuild, ROOT, scratch, startService as startProcess, stop, waitReady } from './lib.mjs'
 
+if (process.argv.some(a => a === '--compare' || a.startsWith('--compare='))) process.exit(spawnSync(process.execPath, [join(ROOT, 'bench/compare.mjs'), ...process.argv.slice(2)], { stdio: 'inherit' }).status ?? 1)
 requireBuild()
 const { openSqlite } = await import(join(DIST, 'store/sqlite/connection.js'))
-const { migrateSqlite } = await import(join(DIST, 'store/sqlite/migrations.js'))
 const { hashApiKey } = await import(join(DIST, 'services/api-keys.js'))
 const { CursorCodec } = await import(join(DIST, 'services/cursor.js'))
 
@@ -38,37 +38,18 @@ const PG_DURATION = Number(process.env.BENCH_PG_DURATION ?? Math.max(1, Math.rou
 const CONNECTIONS = 64
 const BIG = Number(process.env.BENCH_BIG_STORE ?? 1_000_000)
 const SMALL = 1000
-const KEY = 'psk_' + 'b'.repeat(43)
-const AUTH = { authorization: `Bearer ${KEY}` }
-const POST_BODY = JSON.stringify({ name: 'Rex', categoryId: 42, status: 'pending' })
-const POST_HEADERS = { ...AUTH, 'content-type': 'application/json' }
 
 // ---------------------------------------------------------------------------------------------
 // CPU pinning: servers on core 0, this process (the load generator) on core 1.
 const coreCount = cpus().length
-const canPin = coreCount >= 2 && spawnSync('taskset', ['-V']).status === 0
-if (canPin) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' })
-/** @type {(cmd: string, args: string[]) => [string, string[]]} */
-const pinned = (cmd, args) => canPin ? ['taskset', ['-c', '0', cmd, ...args]] : [cmd, args]
+const { canPin, wrap } = pinning()
 
-const session = scratch('petstore-bench-', { wrap: pinned })
+const session = scratch('petstore-bench-', { wrap })
 const tmp = session.tmp
 
 // ---------------------------------------------------------------------------------------------
-// Stores: created and preloaded straight into the SQLite file (bulk insert, one transaction) before
-// the service starts, so preloading 1,000,000 pets takes seconds instead of 1M HTTP round trips.
-function makeStore (name, pets) {
-  const path = join(tmp, `${name}.db`)
-  const db = openSqlite(path, 'OFF')
-  migrateSqlite(db)
-  db.prepare('INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)').run('bench', hashApiKey(KEY), new Date().toISOString())
-  db.prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ?)
-    INSERT INTO pets (name, category_id, status)
-    SELECT 'pet-' || x, x % 97, CASE x % 3 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' ELSE 'sold' END FROM n`).run(pets)
-  db.pragma('wal_checkpoint(TRUNCATE)')
-  db.close()
-  return path
-}
+// Stores: preloaded straight into the SQLite file before the service starts (lib.mjs, makeStore).
+const makeStore = (name, pets) => makeStoreIn(DIST, join(tmp, `${name}.db`), pets, [KEY])
 
 function cursorFor (dbPath, afterId, status) {
   const db = openSqlite(dbPath, 'FULL')
@@ -156,40 +137,9 @@ function peakRssMb (pid) {
  * @typedef {{ path: string, method?: string, headers?: Record<string, string>, body?: string, connections?: number, duration?: number, rate?: number }} LoadSpec
  */
 
-/**
- * One autocannon run. Latencies are taken from every response (float ms, not autocannon's
- * whole-millisecond histogram); errors = transport errors + timeouts + non-2xx answers.
- * @param {any} server
- * @param {LoadSpec} spec
- */
-function load (server, spec) {
-  const { path, method = 'GET', headers = AUTH, body, connections = CONNECTIONS, duration = DURATION, rate } = spec
-  const latencies = []
-  const before = cpuSeconds([server.child.pid])
-  const inst = autocannon({
-    url: `http://127.0.0.1:${server.port}${path}`,
-    method,
-    headers,
-    body,
-    connections,
-    duration,
-    overallRate: rate,
-    timeout: 10
-  })
-  inst.on('response', (_client, status, _bytes, ms) => { latencies.push(ms) })
-  return inst.then(res => {
-    latencies.sort((a, b) => a - b)
-    const used = cpuSeconds([server.child.pid]) - before
-    const cpu = used / res.duration
-    return {
-      rps: res.requests.total / res.duration,
-      cpuUsPerReq: used * 1e6 / Math.max(1, res.requests.total),
-      p50: percentile(latencies, 50),
-      p99: percentile(latencies, 99),
-      errors: res.errors + res.timeouts + res.non2xx,
-      cpu
-    }
-  })
+/** One autocannon run (lib.mjs, measure) with this bench's defaults. @param {any} server @param {LoadSpec} spec */
+function load (server, { method = 'GET', headers = AUTH, connections = CONNECTIONS, duration = DURATION, ...rest }) {
+  return measure(server, { method, headers, connections, duration, ...rest })
 }
 
 const rows = []
@@ -200,7 +150,6 @@ function record (scenario, server, mode, r, extra = {}) {
   return row
 }
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
-const median = (xs) => { const s = [...xs].sort((x, y) => x - y); return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2 }
 /** One row of several runs: each figure their `centre` (mean or median), errors summed. */
 function combine (runs, centre = mean) {
   return {
@@ -260,7 +209,7 @@ const perCpuHow = (s, what = 'server CPU µs/req baseline / service') => `${what
  */
 async function mixed (label, svc, mixRate, duration = DURATION) {
   const readSpec = { path: LIST, rate: Math.round(mixRate * 0.9), connections: 58, duration }
-  const writeSpec = { ...post, rate: Math.round(mixRate * 0.1), connections: 6, duration }
+  const writeSpec = { ...CREATE, rate: Math.round(mixRate * 0.1), connections: 6, duration }
   const readOnly = []; const mixedReads = []; const mixedWrites = []
   for (let i = 0; i < 2; i++) {
     readOnly.push(await load(svc, readSpec))
@@ -351,11 +300,8 @@ async function coldStart (bigDb) {
 }
 
 // ---------------------------------------------------------------------------------------------
-const LIST = '/v1/pets?limit=20'
 /** A full page of 100 pets (the store holds more): kept by the read cache. */
 const PAGE100 = '/v1/pets?limit=100'
-const PET = '/v1/pets/500'
-const post = { path: '/v1/pets', method: 'POST', headers: POST_HEADERS, body: POST_BODY }
 let base
 let responses
 let preloadBigMs
@@ -427,7 +373,7 @@ async function featureReads (plain, dbPath) {
             target(`${scenario}: tracing on costs ≤ 15% per CPU`, cost, '<=', 0.15, `server CPU µs/req tracing on / off − 1; median of ${PAIRS} alternated pairs (${fmt(1 / t.pairs.cpu[1] - 1, 2)}–${fmt(1 / t.pairs.cpu[0] - 1, 2)})`)
           }
           // Not a target: what an operator who samples pays (observe.md, "What tracing costs").
-          const sampled = await startService('service-tracing-10%', dbPath, { ...env, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' })
+          const sampled = await startService('service-tracing-10%', dbPath, { ...env, ...SAMPLED_10 })
           try {
             const t = await sideBySide('2 getPet, tracing 10% sampled vs off', sampled, { path: PET }, plain, { path: PET })
             t.sa.ratio = t.ratio
@@ -483,10 +429,10 @@ if (loadBefore[0] >= 1) {
 }
 if (ONLY === 'all') {
   log('preloading stores…')
-  const smallDb = makeStore('small', SMALL)
-  const relaxedDb = makeStore('relaxed', SMALL)
+  const smallDb = await makeStore('small', SMALL)
+  const relaxedDb = await makeStore('relaxed', SMALL)
   const tBig = Date.now()
-  const bigDb = makeStore('big', BIG)
+  const bigDb = await makeStore('big', BIG)
   preloadBigMs = Date.now() - tBig
   log(`  ${BIG} pets bulk-inserted in ${preloadBigMs} ms`)
 
@@ -501,7 +447,7 @@ if (ONLY === 'all') {
   responses = [
     await capture(svc, 'GET', LIST, AUTH),
     await capture(svc, 'GET', PET, AUTH),
-    await capture(svc, 'POST', '/v1/pets', POST_HEADERS, POST_BODY)
+    await capture(svc, CREATE.method, CREATE.path, CREATE.headers, CREATE.body)
   ]
   base = await startBaseline(responses)
 
@@ -542,13 +488,13 @@ if (ONLY === 'all') {
   await stop(big.child)
 
   log('3. durable create')
-  const s3 = await sideBySide('3 create FULL vs NORMAL', svc, post, relaxed, post)
+  const s3 = await sideBySide('3 create FULL vs NORMAL', svc, CREATE, relaxed, CREATE)
   s3.sa.ratio = s3.sa.rps / s3.sb.rps
   s3.sa.cpuRatio = s3.sb.cpuUsPerReq / s3.sa.cpuUsPerReq
   target('3a create FULL ≥ 0.8 of NORMAL', s3.sa.ratio, '>=', 0.8, 'req/s synchronous=FULL / synchronous=NORMAL, same build')
   target('3a create FULL ≥ 0.8 of NORMAL, per CPU', s3.sa.cpuRatio, '>=', 0.8, 'server CPU µs/req NORMAL / FULL')
-  await warm(base, post)
-  const postBase = record('3 create', base.name, 'saturate', await load(base, post))
+  await warm(base, CREATE)
+  const postBase = record('3 create', base.name, 'saturate', await load(base, CREATE))
   const getBase = Math.max(s1.sb.rps, s2.sb.rps)
   s3.sa.ratioGet = s3.sa.rps / getBase
   target('3b create FULL ≥ 0.35 of GET baseline', s3.sa.ratioGet, '>=', 0.35, 'req/s create FULL / max(list, getPet baseline)')
@@ -566,16 +512,16 @@ if (ONLY === 'all') {
 
 // --only=reads: scenarios 1–2 and 8.1–8.2, the read targets alone, for working on the hot path.
 if (ONLY === 'reads') {
-  const db = makeStore('small', SMALL)
+  const db = await makeStore('small', SMALL)
   const svc = await startService('service', db, {}, { metrics: true })
-  responses = [await capture(svc, 'GET', LIST, AUTH), await capture(svc, 'GET', PET, AUTH), await capture(svc, 'POST', '/v1/pets', POST_HEADERS, POST_BODY)]
+  responses = [await capture(svc, 'GET', LIST, AUTH), await capture(svc, 'GET', PET, AUTH), await capture(svc, CREATE.method, CREATE.path, CREATE.headers, CREATE.body)]
   base = await startBaseline(responses)
   await sqliteReads(svc, db)
   await stop(svc.child)
 }
 
 if (ONLY === 'compress') {
-  const db = makeStore('small', SMALL)
+  const db = await makeStore('small', SMALL)
   const svc = await startService('service', db)
   await compressedRead(svc)
   await stop(svc.child)
@@ -584,7 +530,7 @@ if (ONLY === 'compress') {
 if (ONLY === 'cold') {
   log('preloading the store…')
   const tBig = Date.now()
-  const bigDb = makeStore('big', BIG)
+  const bigDb = await makeStore('big', BIG)
   preloadBigMs = Date.now() - tBig
   log(`  ${BIG} pets bulk-inserted in ${preloadBigMs} ms`)
   await coldStart(bigDb)
@@ -607,7 +553,7 @@ if (ONLY === 'all' || ONLY === 'pg' || ONLY === 'reads') {
     responses = [
       await capture(pgSvc, 'GET', LIST, AUTH),
       await capture(pgSvc, 'GET', PET, AUTH),
-      await capture(pgSvc, 'POST', '/v1/pets', POST_HEADERS, POST_BODY)
+      await capture(pgSvc, CREATE.method, CREATE.path, CREATE.headers, CREATE.body)
     ]
     base = await startBaseline(responses)
   }
@@ -621,7 +567,7 @@ if (ONLY === 'all' || ONLY === 'pg' || ONLY === 'reads') {
   target('8.2 pg getPet ≥ 0.65 of baseline, per CPU', p2.sa.cpuRatio, '>=', 0.65, perCpuHow(p2.sa, 'as 8.1'))
   let p3, p4
   if (ONLY !== 'reads') {
-    p3 = await sideBySide('8.3 pg create', pgSvc, short(post), base, short(post))
+    p3 = await sideBySide('8.3 pg create', pgSvc, short(CREATE), base, short(CREATE))
     p3.sa.ratioGet = p3.sa.rps / Math.max(p1.sb.rps, p2.sb.rps)
     target('8.3 pg create ≥ 0.35 of GET baseline', p3.sa.ratioGet, '>=', 0.35, `req/s create / max(8.1, 8.2 baseline); vs the POST baseline: ${fmt(p3.sa.ratio, 2)}`)
     p4 = await mixed('8.4 pg mixed', pgSvc, p1.rate, PG_DURATION)
