@@ -160,6 +160,9 @@ summary on stdout instead). A SQLite database is made only where asked: \`backup
 with \`--create\`, and \`import\` and \`copy --to\` make one at a new path, but not where a store was lost
 (its \`.store-id\` marker or WAL is still there), as a server start does
 ([durability.md](../explanation/durability.md#at-start)); a load that fails removes the database it made.
+Every command that opens a SQLite database refuses one that is not the store its \`.store-id\` marker
+names (another database moved or copied over the path; exit 1, the file left untouched), as a server
+start does; deleting the marker says the database is meant to be there.
 
 ${sections.join('\n\n')}
 `
