@@ -16,6 +16,7 @@ import { EXIT_MEANINGS } from '../src/cli/exit.js'
 import { EnvSchema, RENAMED_SETTINGS } from '../src/config/index.js'
 import { ERROR_CODES } from '../src/errors.js'
 import { Metrics } from '../src/observability/metrics.js'
+import { DETAIL_FIELD_MAX_LENGTH, DETAILS_MAX_ITEMS } from '../src/schemas/common.js'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -159,6 +160,9 @@ summary on stdout instead). A SQLite database is made only where asked: \`backup
 with \`--create\`, and \`import\` and \`copy --to\` make one at a new path, but not where a store was lost
 (its \`.store-id\` marker or WAL is still there), as a server start does
 ([durability.md](../explanation/durability.md#at-start)); a load that fails removes the database it made.
+Every command that opens a SQLite database refuses one that is not the store its \`.store-id\` marker
+names (another database moved or copied over the path; exit 1, the file left untouched), as a server
+start does; deleting the marker says the database is meant to be there.
 
 ${sections.join('\n\n')}
 `
@@ -181,6 +185,19 @@ the whole major version, and the set is open: a later 1.x may add codes, which a
 HTTP status ([compatibility.md](compatibility.md#error-codes)). The codes of this version:
 
 ${table(['Code', 'Status', 'When'], Object.entries(ERROR_CODES).map(([code, e]) => [`\`${code}\``, String(e.status), e.description]))}
+
+## Field errors: \`details\`
+
+A \`validation_failed\` answer names every broken rule of the body in \`message\` (joined by \`; \`) and
+lists them in \`details\`, one \`{ "field", "message" }\` per field, in the same order. Both stay
+within the Error schema, however many fields a body breaks and however long their names:
+
+- \`details\` holds at most ${DETAILS_MAX_ITEMS} entries: the first ${DETAILS_MAX_ITEMS} broken fields. When more broke a
+  rule, \`message\` lists the same ${DETAILS_MAX_ITEMS} and ends with how many it left out:
+  \`; and N more fields break a rule, not listed\`.
+- A field name (a dotted path) longer than ${DETAIL_FIELD_MAX_LENGTH} characters is shown as its first ${DETAIL_FIELD_MAX_LENGTH - 1}
+  followed by \`…\`, in \`details[].field\` and wherever a \`message\` quotes it (query, path and
+  header names too). Characters are Unicode code points, as JSON Schema's \`maxLength\` counts them.
 
 Which operation answers which code: [the HTTP API reference](http-api.md).
 `
@@ -273,7 +290,8 @@ not. The codes are explained in [errors.md](errors.md).
   else is looked at.
 - Every error is an \`Error\` object (\`code\`, \`message\`, \`status\`); branch on \`code\`. A body that
   breaks several rules gets one 400 \`validation_failed\`: \`message\` names each, and \`details\` lists them
-  by field (\`field\`, \`message\`); \`details\` is additive.
+  by field (\`field\`, \`message\`), at most ${DETAILS_MAX_ITEMS}, the rest counted at the end of \`message\`
+  ([errors.md](errors.md#field-errors-details)); \`details\` is additive.
 - Every response carries \`X-Request-Id\`: the client's own when it is 1–128 characters of
   \`A-Za-z0-9._:-\`, else a new UUID; the server's log line for the request carries it too.
 - A path under \`/v1\` that is not listed answers 404 \`not_found\`; a listed path with another method

@@ -18,6 +18,11 @@ export function WithDefaults<P extends TProperties> (properties: P, options: { $
 export const ERROR_CODE_PATTERN = '^[a-z][a-z0-9_]*$'
 export const ERROR_CODE_MAX_LENGTH = 64
 
+/** The most entries `details` holds; the broken rules past them are counted in `message` (schemas/messages.ts). */
+export const DETAILS_MAX_ITEMS = 100
+/** The longest `details[].field`, in characters; a longer name is cut to fit and ends with `…`. */
+export const DETAIL_FIELD_MAX_LENGTH = 200
+
 /**
  * The Error object. `code` is an open set (docs/reference/compatibility.md): the catalogue's enum or
  * any snake_case string; `x-error-codes` carries each known code's status and meaning.
@@ -35,13 +40,17 @@ export const ErrorSchema = Type.Object({
   message: Type.String({ description: 'Human-readable description naming the offending field or parameter and the rule.' }),
   status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599, description: 'The HTTP status code, equal to the response status (4xx or 5xx).' }),
   details: Type.Optional(Type.Array(Type.Object({
-    field: Type.String({ maxLength: 200, description: 'The body field, as a dotted path (`name`, `tags.0`).' }),
+    field: Type.String({
+      maxLength: DETAIL_FIELD_MAX_LENGTH,
+      description: `The body field, as a dotted path (\`name\`, \`tags.0\`). A path longer than ${DETAIL_FIELD_MAX_LENGTH} characters is cut to its first ${DETAIL_FIELD_MAX_LENGTH - 1} followed by \`…\`, here and where \`message\` quotes it.`
+    }),
     message: Type.String({ description: 'The rule it breaks, as the sentence `message` holds for it.' })
   }, { additionalProperties: false }), {
     minItems: 1,
-    maxItems: 100,
+    maxItems: DETAILS_MAX_ITEMS,
     description: 'With `validation_failed`: every broken rule of the request body, one per field, in the order of `message`. ' +
-      'Additive: a client may ignore it, and other codes may carry it later.'
+      `When more than ${DETAILS_MAX_ITEMS} fields break a rule, it holds the first ${DETAILS_MAX_ITEMS} and \`message\` ends with how many more were left out ` +
+      '(`; and N more fields break a rule, not listed`). Additive: a client may ignore it, and other codes may carry it later.'
   }))
 }, {
   $id: 'Error',

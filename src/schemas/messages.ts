@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv'
 import { ApiError, type FieldError } from '../errors.js'
+import { DETAIL_FIELD_MAX_LENGTH, DETAILS_MAX_ITEMS } from './common.js'
 import { INT64_MAX, INT64_MIN } from './int64.js'
 
 /** The request parts Fastify validates, by the name it gives them. */
@@ -24,6 +25,17 @@ const ARTICLE = new Map([['string', 'a string'], ['object', 'an object'], ['arra
 /** "idempotency-key" → "Idempotency-Key": the usual spelling (Fastify matches header names lower-cased). */
 const headerCase = (name: string): string => name.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase())
 
+/**
+ * A name the client chose, as the Error shows it: at most DETAIL_FIELD_MAX_LENGTH characters (code
+ * points, as JSON Schema's maxLength counts them), a longer one cut and ending with `…`.
+ */
+function shown (name: string): string {
+  // UTF-16 units are never fewer than code points: most names are decided here.
+  if (name.length <= DETAIL_FIELD_MAX_LENGTH) return name
+  const chars = [...name]
+  return chars.length <= DETAIL_FIELD_MAX_LENGTH ? name : `${chars.slice(0, DETAIL_FIELD_MAX_LENGTH - 1).join('')}…`
+}
+
 /** The rule a value of schema `s` breaks, in words, from the schema itself. */
 function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
   if (Array.isArray(s.enum)) return `must be one of ${s.enum.join(', ')}`
@@ -46,20 +58,21 @@ function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
 function describe (e: ErrorObject, part: RequestPart, phrases: RulePhrases): { field: string | undefined, message: string } {
   const s = (e.parentSchema ?? {}) as Json
   // The field the error is about; undefined for the part as a whole. A name can be empty (`?=`).
-  const field = e.keyword === 'required'
+  const path = e.keyword === 'required'
     ? String(e.params.missingProperty)
     : e.keyword === 'additionalProperties'
       ? String(e.params.additionalProperty)
       : e.instancePath === '' ? undefined : e.instancePath.split('/').slice(1).map(p => p.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
-  if (field === undefined) {
+  if (path === undefined) {
     const required: string[] = s.required ?? []
     return {
-      field,
+      field: undefined,
       message: part === 'body'
         ? `request body must be a JSON object with ${required.join(' and ')}`
         : `${SUBJECT[part]}s must be an object`
     }
   }
+  const field = shown(path)
   const subject = field === '' ? `${SUBJECT[part]} with an empty name` : `${SUBJECT[part]} '${part === 'headers' ? headerCase(field) : field}'`
   if (e.keyword === 'required') return { field, message: `${subject} is required` }
   if (e.keyword === 'additionalProperties') {
@@ -75,17 +88,24 @@ function describe (e: ErrorObject, part: RequestPart, phrases: RulePhrases): { f
 /**
  * What Ajv found, as the API's Error: `validation_failed` for the body (each broken field once, in
  * the message joined by "; " and in `details`), `invalid_parameter` for the first error of a query,
- * path or header.
+ * path or header. `details` holds at most DETAILS_MAX_ITEMS fields, as the Error schema says; the
+ * message then ends with how many more broke a rule.
  */
 export function requestError (errors: readonly ErrorObject[], part: RequestPart, phrases: RulePhrases): ApiError {
   const code = part === 'body' ? 'validation_failed' : 'invalid_parameter'
   const first = describe(errors[0]!, part, phrases)
   if (part !== 'body' || first.field === undefined) return new ApiError(code, first.message)
   const details: FieldError[] = []
+  const seen = new Set<string>()
   for (const e of errors) {
     const { field, message } = describe(e, part, phrases)
     if (field === undefined) return new ApiError(code, message)
-    if (!details.some(d => d.field === field)) details.push({ field, message })
+    if (seen.has(field)) continue
+    seen.add(field)
+    if (details.length < DETAILS_MAX_ITEMS) details.push({ field, message })
   }
-  return new ApiError(code, details.map(d => d.message).join('; '), undefined, details)
+  const more = seen.size - details.length
+  const listed = details.map(d => d.message).join('; ')
+  const message = more === 0 ? listed : `${listed}; and ${more} more ${more === 1 ? 'field breaks' : 'fields break'} a rule, not listed`
+  return new ApiError(code, message, undefined, details)
 }

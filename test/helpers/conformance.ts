@@ -9,6 +9,9 @@ import { ResponseChecker, type SeenResponse } from '../../src/contract/response-
 
 export { ConformanceError, type SeenResponse } from '../../src/contract/response-check.js'
 
+/** How a validation_failed message ends when `details` could not list every broken field (the Error schema's `details`). */
+export const MORE_FIELDS = /; and \d+ more fields? breaks? a rule, not listed$/
+
 const DOCUMENT_PATH = new URL('../../openapi/openapi.json', import.meta.url)
 
 let shared: ResponseChecker | undefined

@@ -2,6 +2,7 @@ import { chmod, rm, stat } from 'node:fs/promises'
 import Database from 'better-sqlite3'
 import { partialPath, publish } from '../files.js'
 import type { Progress } from '../transfer/contract.js'
+import { refuseForeignStore } from './start-checks.js'
 
 export interface SqliteBackupResult { pages: number, bytes: number, pets: number, apiKeys: number, integrity: 'ok' }
 
@@ -15,6 +16,8 @@ const ALL_PAGES = 0x7fffffff
  * under a temporary name before it is renamed to `dest`.
  */
 export async function backupSqlite (source: string, dest: string, progress: Progress): Promise<SqliteBackupResult> {
+  // A backup of another store moved over the path would be kept as this one's.
+  refuseForeignStore(source, 'command')
   const tmp = partialPath(dest)
   try {
     let db: Database.Database

@@ -10,7 +10,7 @@ import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { checkInProcess, OpeningSqliteStore } from './opening.js'
-import { isMalformedError, isNew, MalformedStoreError, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
+import { isMalformedError, isNew, MalformedStoreError, type Opener, refuseForeignStore, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, newStoreId, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
@@ -270,9 +270,10 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
    * the first answer. This connection commits at NORMAL (OFF at OFF); FULL and EXTRA flush each commit
    * through WalFlush.
    */
-  static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
+  static async open (opts: SqliteStoreOptions, opener: Opener = 'command'): Promise<SqliteStore> {
     const fresh = opts.path !== ':memory:' && isNew(opts.path)
     if (fresh) refuseNewWhereDataWas(opts.path)
+    else if (opts.path !== ':memory:') refuseForeignStore(opts.path, opener)
     return await SqliteStore.migrated(opts, openChecked(opts.path, opts.synchronous, !fresh))
   }
 
@@ -282,8 +283,9 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
    * migrated and served. A new file (nothing to check) and `:memory:` open as open() does.
    */
   static async start (opts: SqliteStoreOptions): Promise<SqliteStore | OpeningSqliteStore> {
-    if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts)
+    if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts, 'start')
     const checked = statSync(opts.path)
+    refuseForeignStore(opts.path, 'start')
     const check = checkInProcess(opts.path)
     return new OpeningSqliteStore(async (wanted) => {
       await check.passed
@@ -323,6 +325,7 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
   static migrate (opts: SqliteStoreOptions): number[] {
     const fresh = opts.path !== ':memory:' && isNew(opts.path)
     if (fresh) refuseNewWhereDataWas(opts.path)
+    else if (opts.path !== ':memory:') refuseForeignStore(opts.path, 'command')
     const db = openChecked(opts.path, opts.synchronous, !fresh)
     try {
       const versions = migrateSqlite(db)

@@ -1,10 +1,11 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, writeSync } from 'node:fs'
-import type Database from 'better-sqlite3'
+import Database from 'better-sqlite3'
 import { DescribedError } from '../../errors.js'
 
 /*
  * Before serving a SQLite store a start refuses to make a new empty store where one was (the marker
- * beside the database) and to open a malformed one. See docs/explanation/durability.md.
+ * beside the database), to open a store other than the one the marker names, and to open a malformed
+ * one. See docs/explanation/durability.md.
  */
 
 export const markerPath = (path: string): string => `${path}.store-id`
@@ -32,6 +33,44 @@ export function refuseNewWhereDataWas (path: string, loading = false): void {
     throw new StoreMissingError(`the SQLite database ${path} does not exist, but its write-ahead log ${path}-wal does: its data is gone (removed or moved). ` +
       `Put the database back (restore a backup), or, to ${instead}, move ${path}-wal and ${path}-shm away and ${again}`)
   }
+}
+
+/**
+ * The store id in the header of the database at `path` (0: none), read on a read-only connection
+ * (which also reads a write-ahead log not yet checkpointed) so that a file refused is left as it
+ * was; undefined when it cannot be read, which the open that follows reports.
+ */
+function storeIdOf (path: string): number | undefined {
+  let db: Database.Database | undefined
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true })
+    return Number(db.pragma('application_id', { simple: true }))
+  } catch {
+    return undefined
+  } finally {
+    db?.close()
+  }
+}
+
+/** Who meets a refusal: a server start, or a command (which the operator runs again). */
+export type Opener = 'start' | 'command'
+
+/**
+ * For a database at `path` that is not new: when a marker is there, the database must be the store
+ * it names. Another store moved or copied over the path (or one an import made, which has no id yet)
+ * would otherwise be served, backed up or loaded into as this one, its marker rewritten and, on a
+ * store without keys, a new first key made. Deleting the marker says the database is meant (a restore).
+ */
+export function refuseForeignStore (path: string, opener: Opener = 'start'): void {
+  const marker = markerPath(path)
+  if (!existsSync(marker)) return
+  const expected = readFileSync(marker, 'utf8').trim()
+  const found = storeIdOf(path)
+  if (found === undefined || String(found) === expected) return
+  const is = found === 0 ? 'has no store id (made by petstore import or copy, or not a Petstore database)' : `is store ${found}`
+  throw new ForeignStoreError(`the SQLite database ${path} is not the store ${marker} says was created there (store ${expected}): it ${is}, so another database was moved or copied over it; ` +
+    `${opener === 'start' ? 'it is not served' : 'the command leaves it untouched'}. Put this store's database back, or, if this database is meant to be here (a restore), ` +
+    `delete ${marker} and ${opener === 'start' ? 'start' : 'run the command'} again`)
 }
 
 export function writeMarker (path: string, storeId: number): void {
@@ -81,6 +120,13 @@ export class StoreMissingError extends DescribedError {
   constructor (message: string) {
     super(message)
     this.name = 'StoreMissingError'
+  }
+}
+
+export class ForeignStoreError extends DescribedError {
+  constructor (message: string) {
+    super(message)
+    this.name = 'ForeignStoreError'
   }
 }
 

@@ -9,18 +9,21 @@ import {
 } from '../transfer/records.js'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
-import { isNew, refuseNewWhereDataWas, StoreMissingError } from './start-checks.js'
+import { isNew, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError } from './start-checks.js'
 
 const toIso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
 /**
  * A reader never makes a database (`mustExist`); a writer may make a new one (import or copy into a
  * new file), but not where a store's marker or WAL says one was lost, as a server start would not.
+ * Neither uses a database that is not the store its marker names.
  */
 function open (path: string, synchronous: SynchronousLevel, mustExist: boolean): Database.Database {
   if (path !== ':memory:' && isNew(path)) {
     if (mustExist) throw new StoreMissingError(`no SQLite database at ${path} (no file, or an empty one)`)
     refuseNewWhereDataWas(path, true)
+  } else if (path !== ':memory:') {
+    refuseForeignStore(path, 'command')
   }
   const db = openSqlite(path, synchronous, { mustExist })
   try {
