@@ -9,8 +9,8 @@
  * - the nesting bound: neither library has one, and lossless-json recurses per level, so a body
  *   200,000 arrays deep around a long integer overflows the stack and would be answered "not valid
  *   JSON" (test/edges/small.test.ts);
- * - the charset check: Fastify picks this parser by media type alone, and its parameter parser (as
- *   the content-type package) keeps the last of two charsets; two are refused with 415
+ * - the charset check: Fastify picks this parser by media type alone; its parameter parser keeps the
+ *   last of two charsets (the content-type package the first), and two must be refused with 415
  *   (test/edges/repeated-headers.test.ts).
  */
 import { isUtf8 } from 'node:buffer'
