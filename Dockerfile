@@ -60,6 +60,8 @@ COPY --from=build /app/dist dist
 COPY package.json LICENSE ./
 # The document `petstore conformance` checks a deployment against.
 COPY openapi/openapi.json openapi/
+# The docs page's own browser scripts (src/docs/page.ts serves them as they are).
+COPY public/ public/
 # `petstore` on PATH (docker exec … petstore keys create --name NAME) against the same store: the
 # settings below are the image's environment, so the CLI reads them too. /data belongs to node.
 RUN ln -s /app/dist/cli/index.js /usr/local/bin/petstore && \

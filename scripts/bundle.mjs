@@ -32,8 +32,8 @@ const external = [
   // OpenTelemetry, only while tracing is on (src/observability/tracing-sdk.ts): the SDK patches the drivers as
   // Node loads them from node_modules.
   '@opentelemetry/*',
-  // Required by Fastify only when used: its default compilers (ours are lazy, schemas/lazy-compilers.ts)
-  // and inject() (light-my-request).
+  // Required only when used: Fastify's default compilers (schemas/index.ts gives it ours, and loads
+  // its serializer on the first answer) and inject() (light-my-request).
   '@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request',
   // The CLI's own (the CLI is compiled by tsc, not bundled).
   'cli-progress', 'cli-table3', 'commander'

@@ -21,8 +21,7 @@ import healthRoutes from './routes/health.js'
 import rootRoutes from './routes/root.js'
 import v1Routes from './routes/v1.js'
 import { requestLoggerFactory } from './logging/request-logger.js'
-import { registerSchemas } from './schemas/index.js'
-import { lazyCompilers } from './schemas/lazy-compilers.js'
+import { compilersFactory, registerSchemas } from './schemas/index.js'
 import type { Store } from './store/store.js'
 import type { Tracing } from './observability/tracing.js'
 import { systemClock, type Clock } from './runtime/clock.js'
@@ -124,7 +123,7 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16384 },
     // A URL the router cannot decode goes through the same plugins as any other (see plugins/errors.ts).
     frameworkErrors: routeBadUrls,
-    // Fastify's own compilers, loaded and run on first use rather than at start.
-    schemaController: { compilersFactory: lazyCompilers }
+    // Our validator, and Fastify's own serializer compiled on first use rather than at start (schemas/index.ts).
+    schemaController: { compilersFactory }
   }
 }

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui'
-import type { Config } from '../config/index.js'
-import { EXACT_INTEGERS_JS } from './exact-integers.js'
-import { READING_JS } from './reading.js'
+import { join } from 'node:path'
+import { type Config, PROJECT_ROOT } from '../config/index.js'
 
 // Page globals, for the hooks below that @fastify/swagger-ui writes into the page as source text.
 declare const SwaggerUIBundle: { plugins: { DownloadUrl: (system: unknown) => unknown } }
@@ -38,6 +37,11 @@ function losslessJsonBrowserBuild (): string {
   return readFileSync(file, 'utf8').replace(/\n?\/\/# sourceMappingURL=\S+\s*$/, '\n')
 }
 
+/** The page's own scripts: browser JavaScript in public/docs/, shipped as it is (neither compiled nor bundled). */
+function pageScript (name: string): string {
+  return readFileSync(join(PROJECT_ROOT, 'public/docs', name), 'utf8')
+}
+
 function otherOrigins (config: Readonly<Config>): string[] {
   return [...new Set([config.publicBaseUrl, config.stagingBaseUrl].filter((u): u is string => u !== undefined).map(u => new URL(u).origin))]
 }
@@ -64,8 +68,8 @@ export function docsPageOptions (config: Readonly<Config>): FastifySwaggerUiOpti
       title: DOCS_TITLE,
       js: [
         { filename: 'lossless-json.js', content: losslessJsonBrowserBuild() },
-        { filename: 'exact-integers.js', content: EXACT_INTEGERS_JS },
-        { filename: 'reading.js', content: READING_JS }
+        { filename: 'exact-integers.js', content: pageScript('exact-integers.js') },
+        { filename: 'reading.js', content: pageScript('reading.js') }
       ],
       css: [{ filename: 'petstore.css', content: COMPACT_RESPONSES_CSS }],
       favicon: [{ filename: 'petstore.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: LOGO_SVG }]

@@ -1,3 +1,18 @@
+/*
+ * The one body parser: application/json in UTF-8. secure-json-parse parses (the __proto__ and
+ * constructor.prototype guard of Fastify's own parser); lossless-json parses again when a number may
+ * not survive a double, so an int64 keeps every digit. Three parts stay our own, each because a test
+ * fails with the libraries alone:
+ * - exactNumber: lossless-json's parseNumberAndBigInt reads 9007199254740993.5 as the integer
+ *   9007199254740994 and 12345678.000000001 as 12345678, which the schema would accept changed
+ *   (test/routes/pets.test.ts, "past 2^53 with a fraction", "a fraction a double rounds to an integer");
+ * - the nesting bound: neither library has one, and lossless-json recurses per level, so a body
+ *   200,000 arrays deep around a long integer overflows the stack and would be answered "not valid
+ *   JSON" (test/edges/small.test.ts);
+ * - the charset check: Fastify picks this parser by media type alone; its parameter parser keeps the
+ *   last of two charsets (the content-type package the first), and two must be refused with 415
+ *   (test/edges/repeated-headers.test.ts).
+ */
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance } from 'fastify'
 import { parse as parseLossless } from 'lossless-json'

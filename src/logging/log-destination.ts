@@ -13,11 +13,12 @@ const KEEP_BUFFER_BYTES = 1024 * 1024
  * never waits (non-blocking from this thread to a pipe or socket, fs.write from the thread pool to a
  * file), so a slow reader of stdout never stalls requests. Past maxBytes waiting, lines are dropped.
  *
- * Why not pino.destination() (sonic-boom 4.2.1): its exit flush skips a batch waiting out EAGAIN.
- * In test/log-destination.test.ts's exit test (25,000 lines through pino into a pipe read after
- * 0.5 s, process.exit after 50 ms) it delivered 24,968 lines, one cut, in each of 3 runs; this class
- * delivers all 25,000. With a reader that never reads, its exit had not ended after 10 minutes; this
- * one gives up after EXIT_WAIT_MS. A crash that skips 'exit' (SIGKILL) loses the last few ms of lines.
+ * Why not pino.destination({ sync: false }) (pino 10.4, sonic-boom 4.2.1), each reason a test of
+ * test/logging/log-destination.test.ts that fails with it: its exit flush skips a batch waiting out
+ * EAGAIN (the exit test, 25,000 lines through pino into a pipe read after 0.5 s, process.exit after
+ * 50 ms: a batch of about 125 lines missing in 2 of 6 runs; this class delivers all 25,000 in order);
+ * and with a reader that never reads, its exit had not ended 40 s later, where this one gives up
+ * after EXIT_WAIT_MS. A crash that skips 'exit' (SIGKILL) loses the last few ms of lines.
  */
 export class LogDestination {
   /** Lines lost: refused past maxBytes or after a failure, and those waiting when it failed. */

@@ -1,8 +1,9 @@
-/**
+/*
  * A Swagger UI plugin (in the browser) showing a "Try it out" JSON body with exact integers: Swagger UI's
  * JSON.parse/stringify rounds them past 2^53 (swagger-ui issue #2030). LosslessJSON is loaded before it.
  */
-export const EXACT_INTEGERS_JS = `(function () {
+/* global LosslessJSON */
+(function () {
   'use strict'
   function exactJson (text) {
     try {
@@ -17,11 +18,11 @@ export const EXACT_INTEGERS_JS = `(function () {
         wrapComponents: {
           responseBody: function (Original, system) {
             return function ExactResponseBody (props) {
-              var React = system.React
-              var json = typeof props.content === 'string' && /json/i.test(props.contentType || '')
-              var pretty = json ? exactJson(props.content) : null
+              const React = system.React
+              const json = typeof props.content === 'string' && /json/i.test(props.contentType || '')
+              const pretty = json ? exactJson(props.content) : null
               if (pretty === null) return React.createElement(Original, props)
-              var HighlightCode = props.getComponent('HighlightCode', true)
+              const HighlightCode = props.getComponent('HighlightCode', true)
               return React.createElement('div', null,
                 React.createElement('h5', null, 'Response body'),
                 React.createElement(HighlightCode, { language: 'json', downloadable: true, fileName: 'response.json', canCopy: true }, pretty))
@@ -32,4 +33,3 @@ export const EXACT_INTEGERS_JS = `(function () {
     }
   }
 })()
-`

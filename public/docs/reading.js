@@ -1,23 +1,23 @@
-/**
+/*
  * A Swagger UI plugin (in the browser) that keeps an expanded operation short: its own answers first,
  * the shared ones (a `$ref` to components/responses) a line each; headers every answer carries named
  * in a line, not tabled; code samples folded; the document linked as `/openapi.json`, where it is
  * published (the page loads it from /docs/json).
  */
-export const READING_JS = `(function () {
+(function () {
   'use strict'
-  var SHARED = '#/components/responses/'
-  var EVERY_ANSWER = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy']
+  const SHARED = '#/components/responses/'
+  const EVERY_ANSWER = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy']
   function sharedName (system, specPath) {
     if (!specPath || typeof specPath.toArray !== 'function') return null
-    var raw = system.specSelectors.specJson().getIn(specPath.toArray())
-    var ref = raw && typeof raw.get === 'function' ? raw.get('$ref') : undefined
+    const raw = system.specSelectors.specJson().getIn(specPath.toArray())
+    const ref = raw && typeof raw.get === 'function' ? raw.get('$ref') : undefined
     return typeof ref === 'string' && ref.indexOf(SHARED) === 0 ? ref.slice(SHARED.length) : null
   }
   window.PetstoreDocs = window.PetstoreDocs || {}
   window.PetstoreDocs.reading = function (system) {
     // The headers every own answer of the expanded operation carries, from its responses to their header tables.
-    var OperationWide = system.React.createContext([])
+    const OperationWide = system.React.createContext([])
     return {
       wrapComponents: {
         InfoUrl: function (Original, system) {
@@ -27,30 +27,30 @@ export const READING_JS = `(function () {
         },
         responses: function (Original, system) {
           return function OwnAnswersFirst (props) {
-            var responses = props.responses
+            const responses = props.responses
             if (!responses || typeof responses.filter !== 'function' || !props.specPath) return system.React.createElement(Original, props)
-            var isShared = function (r, code) { return sharedName(system, props.specPath.push(code)) !== null }
-            var own = responses.filterNot(isShared)
-            var names = function (r) { return r && r.get && r.get('headers') ? r.get('headers').keySeq().toArray() : [] }
-            var first = own.first()
-            var wide = names(first).filter(function (h) {
+            const isShared = function (r, code) { return sharedName(system, props.specPath.push(code)) !== null }
+            const own = responses.filterNot(isShared)
+            const names = function (r) { return r && r.get && r.get('headers') ? r.get('headers').keySeq().toArray() : [] }
+            const first = own.first()
+            const wide = names(first).filter(function (h) {
               return EVERY_ANSWER.indexOf(h) === -1 && own.every(function (r) { return names(r).indexOf(h) !== -1 })
             })
-            var ordered = own.concat(responses.filter(isShared))
+            const ordered = own.concat(responses.filter(isShared))
             return system.React.createElement(OperationWide.Provider, { value: own.size > 1 ? wide : [] },
               system.React.createElement(Original, Object.assign({}, props, { responses: ordered })))
           }
         },
         response: function (Original, system) {
           return function SharedAnswerInOneLine (props) {
-            var React = system.React
-            var opened = React.useState(false)
-            var name = sharedName(system, props.specPath)
+            const React = system.React
+            const opened = React.useState(false)
+            const name = sharedName(system, props.specPath)
             if (name === null || opened[0]) return React.createElement(Original, props)
-            var response = props.response
-            var description = (response && response.get('description')) || name
-            var headers = response && response.get('headers') ? response.get('headers').keySeq().toArray() : []
-            var Markdown = props.getComponent('Markdown', true)
+            const response = props.response
+            const description = (response && response.get('description')) || name
+            const headers = response && response.get('headers') ? response.get('headers').keySeq().toArray() : []
+            const Markdown = props.getComponent('Markdown', true)
             return React.createElement('tr', { className: 'response petstore-shared', 'data-code': props.code },
               React.createElement('td', { className: 'response-col_status' }, props.code),
               React.createElement('td', { className: 'response-col_description' },
@@ -66,14 +66,14 @@ export const READING_JS = `(function () {
         },
         headers: function (Original, system) {
           return function OwnHeadersFirst (props) {
-            var React = system.React
-            var headers = props.headers
+            const React = system.React
+            const headers = props.headers
             if (!headers || typeof headers.filter !== 'function') return React.createElement(Original, props)
-            var wide = React.useContext(OperationWide)
-            var common = function (h, name) { return EVERY_ANSWER.indexOf(name) !== -1 || wide.indexOf(name) !== -1 }
-            var carried = headers.filter(common).keySeq().toArray()
+            const wide = React.useContext(OperationWide)
+            const common = function (h, name) { return EVERY_ANSWER.indexOf(name) !== -1 || wide.indexOf(name) !== -1 }
+            const carried = headers.filter(common).keySeq().toArray()
             if (carried.length === 0) return React.createElement(Original, props)
-            var own = headers.filterNot(common)
+            const own = headers.filterNot(common)
             return React.createElement('div', null,
               own.size === 0 ? null : React.createElement(Original, Object.assign({}, props, { headers: own })),
               React.createElement('div', { className: 'petstore-common-headers' },
@@ -86,12 +86,12 @@ export const READING_JS = `(function () {
         },
         parameters: function (Original, system) {
           return function WithCodeSamples (props) {
-            var React = system.React
-            var pathMethod = props.pathMethod
-            var samples = pathMethod ? system.specSelectors.specJson().getIn(['paths', pathMethod[0], pathMethod[1], 'x-codeSamples']) : null
+            const React = system.React
+            const pathMethod = props.pathMethod
+            const samples = pathMethod ? system.specSelectors.specJson().getIn(['paths', pathMethod[0], pathMethod[1], 'x-codeSamples']) : null
             if (!samples || !samples.size) return React.createElement(Original, props)
-            var HighlightCode = props.getComponent('HighlightCode', true)
-            var labels = samples.map(function (s) { return s.get('label') }).toArray()
+            const HighlightCode = props.getComponent('HighlightCode', true)
+            const labels = samples.map(function (s) { return s.get('label') }).toArray()
             return React.createElement('div', null,
               React.createElement('details', { className: 'petstore-samples' },
                 React.createElement('summary', null, 'Code samples: ' + labels.join(' · ')),
@@ -107,4 +107,3 @@ export const READING_JS = `(function () {
     }
   }
 })()
-`

@@ -4,10 +4,10 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { pathToFileURL } from 'node:url'
-import { LogDestination } from '../src/logging/log-destination.js'
-import { tempDir } from './helpers/app.js'
-import { ROOT } from './helpers/process.js'
-import { onCleanup } from './helpers/cleanup.js'
+import { LogDestination } from '../../src/logging/log-destination.js'
+import { tempDir } from '../helpers/app.js'
+import { ROOT } from '../helpers/process.js'
+import { onCleanup } from '../helpers/cleanup.js'
 
 describe('LogDestination', () => {
   it('writes every line, in order, by the time end() resolves', async (t) => {
@@ -97,5 +97,29 @@ describe('LogDestination', () => {
     assert.equal(lines.pop(), '', 'the output ends with a whole line')
     assert.equal(lines.length, 25000)
     lines.forEach((line, i) => { assert.equal((JSON.parse(line) as { n: number }).n, i) })
+  })
+
+  it('at a process.exit with a stdout nobody reads, gives up on the waiting lines after about 2 s instead of hanging', async (t) => {
+    // The child's stdout is a pipe whose reader (sleep) never reads: the write at 'exit' meets EAGAIN
+    // until it gives up. The child reports its own end on stderr, which the reader does not hold.
+    const script = join(tempDir(t), 'child.mjs')
+    writeFileSync(script, `
+      import { LogDestination } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/logging/log-destination.js')).href)}
+      void process.stdout.isTTY
+      const dest = new LogDestination(1, 64 * 1024 * 1024)
+      for (let i = 0; i < 25000; i++) dest.write(JSON.stringify({ n: i, pad: 'x'.repeat(100) }) + '\\n')
+      setTimeout(() => {
+        const started = Date.now()
+        process.once('exit', () => process.stderr.write(String(Date.now() - started)))
+        process.exit(0)
+      }, 50)
+    `)
+    const waited = await new Promise<number>((resolve, reject) => {
+      execFile('sh', ['-c', `"${process.execPath}" "${script}" | sleep 8`], { timeout: 30_000 }, (err, _stdout, stderr) => {
+        if (err !== null && stderr === '') reject(err)
+        else resolve(Number(stderr))
+      })
+    })
+    assert.ok(waited >= 1500 && waited < 5000, `the exit waited ${waited} ms`)
   })
 })
