@@ -149,7 +149,7 @@ describe('the SQLite file gone from under the compiled server, under create load
     await stop(again)
   })
 
-  it('overwritten in place (cat other.db > petstore.db): creates refused, /readyz 503, one line; the other store is left intact', async (t) => {
+  it('overwritten in place (cat other.db > petstore.db): creates refused, /readyz 503, one line; the other store is left intact, and served only once the marker is deleted', async (t) => {
     const { dir, db, auth, server } = await setUp(t)
     const other = join(dir, 'other.db')
     const otherAuth = { authorization: `Bearer ${await makeKey(other)}` }
@@ -159,6 +159,12 @@ describe('the SQLite file gone from under the compiled server, under create load
     await stop(server)
     assert.deepEqual(readFileSync(db), bytes, 'the close checkpointed nothing into the file that is there now')
 
+    // A restart refuses the other store (the marker names this one), until the marker is deleted.
+    const refused = await runServerToExit({ DATABASE_URL: `sqlite:${db}`, PORT: '0' })
+    assert.equal(refused.code, 1, refused.stdout + refused.stderr)
+    assert.match(refused.stderr, /is not the store \S+\.store-id says was created there \(store \d+\): it is store \d+, so another database was moved or copied over it; it is not served\./)
+    assert.deepEqual(readFileSync(db), bytes, 'the refused start changed the file')
+    rmSync(`${db}.store-id`)
     const again = await startServer(t, { DATABASE_URL: `sqlite:${db}`, LOG_LEVEL: 'info' })
     assert.equal((await readyz(again)).status, 200)
     assert.equal((await fetch(`${again.url}/v1/pets`, { headers: otherAuth })).status, 200, 'the store that was written there serves')
