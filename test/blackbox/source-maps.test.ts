@@ -41,7 +41,7 @@ describe('stack traces of the bundled build', () => {
   it('map to src/*.ts and to the bundled packages\' files with --enable-source-maps', async (t) => {
     const frames = await failedRead(t, { NODE_OPTIONS: '--enable-source-maps' })
     assert.ok(frames.some(f => /src\/store\/sqlite\/index\.ts:\d+:\d+/.test(f)), frames.join('\n'))
-    assert.ok(frames.some(f => /src\/services\/pet-reads\.ts:\d+:\d+/.test(f)), frames.join('\n'))
+    assert.ok(frames.some(f => /src\/routes\/pets\.ts:\d+:\d+/.test(f)), frames.join('\n'))
     assert.ok(frames.some(f => /node_modules\/fastify\/lib\/[\w-]+\.js:\d+:\d+/.test(f)), frames.join('\n'))
     assert.ok(!frames.some(f => /dist\/(start-server|chunks\/)/.test(f)), frames.join('\n'))
   })
@@ -49,7 +49,7 @@ describe('stack traces of the bundled build', () => {
   it('keep function names and point into dist/ without source maps', async (t) => {
     const frames = await failedRead(t, {})
     // Our functions and the bundled Fastify's keep their names (the bundle is not minified).
-    assert.ok(frames.some(f => /at PetReads\.pet .*dist\/start-server\.js:\d+:\d+/.test(f)), frames.join('\n'))
+    assert.ok(frames.some(f => /at SqliteStore\.getPet .*dist\/chunks\/[\w-]+\.js:\d+:\d+/.test(f)), frames.join('\n'))
     assert.ok(frames.some(f => /at preHandlerCallbackInner .*dist\/start-server\.js:\d+:\d+/.test(f)), frames.join('\n'))
   })
 })
