@@ -23,7 +23,7 @@ const INFO_DESCRIPTION = [
     '(the typed client in packages/client gives them as BigInt).',
   '',
   '**Every answer carries** `X-Request-Id` (yours, or a UUID: quote it in a report); `/v1` answers carry `RateLimit` and `RateLimit-Policy` while rate limits are on. ' +
-    'The answers operations share (401, 403, 408, 413, 414, 415, 417, 429, 431, 500, 501, 503, as they apply) are described once each ' +
+    'The answers operations share (401, 403, 408, 413, 414, 415, 417, 429, 431, 500, 501, 503, 505, as they apply) are described once each ' +
     '(`components/responses`) and listed a line each after an operation\'s own; 429 and 503 also carry `Retry-After`.'
 ].join('\n')
 
@@ -82,7 +82,7 @@ function shareHeaders (document: Json): Json {
 }
 
 /** Statuses any operation can answer: one shared component each, so an operation's own answers stand out. */
-export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503'])
+export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503', '505'])
 
 /** "Request headers too large: an `Error`…" → "RequestHeadersTooLarge". */
 function responseName (description: string): string {
