@@ -16,8 +16,9 @@ function transferCodings (value: string): string[] {
 /**
  * What is wrong at the edge of a request, as the Error that answers it, or undefined. The rules are the MUSTs of
  * RFC 9110/9112 that Node's parser leaves to the server:
- * - a request line whose HTTP major version is not 1 → 505 (RFC 9110 §15.6.6): Node's parser passes
- *   `HTTP/2.0`, and a line without a version as HTTP/0.9, and would have them answered as 1.1;
+ * - a request line whose HTTP major version is not 1 → 505 (RFC 9110 §15.6.6), and one without a
+ *   version (which Node's parser reads as HTTP/0.9) → 400: Node passes both and would have them
+ *   answered as 1.1;
  * - a request target longer than MAX_TARGET_LENGTH → 414; one with a fragment → 400 (the
  *   origin-form is path and query, RFC 9112 §3.2.1; a client never sends `#`); one of none of the
  *   forms a server takes (client-errors.ts: `*?x`, `foo`, an absolute-form with a bad authority) → 400.
@@ -33,7 +34,9 @@ function transferCodings (value: string): string[] {
  * it refused unread, the next bytes on the connection are not known to start a request.
  */
 function edgeProblem (req: IncomingMessage): ApiError | undefined {
-  if (req.httpVersionMajor !== 1) return versionNotSupported(req.httpVersion === '0.9' ? '0.9 (a request line without a version)' : req.httpVersion)
+  // A line without a version is read as HTTP/0.9 (as is `HTTP/0.9`): a request line that is not HTTP/1.x, 400.
+  if (req.httpVersion === '0.9') return new ApiError('bad_request', 'the request line needs an HTTP version (HTTP/1.1); HTTP/0.9 is not served')
+  if (req.httpVersionMajor !== 1) return versionNotSupported(req.httpVersion)
   const url = req.originalUrl ?? req.url ?? ''
   if (url.length > MAX_TARGET_LENGTH) return uriTooLong()
   if (url.includes('#')) return new ApiError('bad_request', 'the request target must not contain a fragment (#)')

@@ -65,8 +65,8 @@ export function describeUnroutedRequests (document: Json): Json {
       'decided before any body is read. Under `/v1` authentication and rate limits come first (401, 429). ' +
       'The request target `*` is answered 204 to OPTIONS and 400 `bad_request` to any other method; a target that is neither a path ' +
       '(origin-form), `*`, nor an absolute `http`/`https` URI with a valid authority (`*?x`, `example.com:443`, `http://x:99999/`) is 400 `bad_request`. ' +
-      'A request line whose HTTP major version is not 1 (`HTTP/2.0`, `HTTP/3.0`, none: HTTP/0.9) is 505 `http_version_not_supported`; ' +
-      'an `HTTP/1.x` version other than 1.0 and 1.1 is 400 `bad_request` (Node\'s HTTP parser refuses it). ' +
+      'A request line whose HTTP major version is not 1 (`HTTP/2.0`, `HTTP/3.0`) is 505 `http_version_not_supported`; ' +
+      'a line without a version (HTTP/0.9) or an `HTTP/1.x` version other than 1.0 and 1.1 is 400 `bad_request` (Node\'s HTTP parser refuses it). ' +
       'A HEAD request gets the same status and headers, without a body: a message that names the method names GET.',
     responses,
     documentation: {

@@ -52,11 +52,24 @@ describe('the request target (raw sockets)', () => {
 describe('the HTTP version of the request line (raw sockets)', () => {
   it('answers a major version other than 1 with 505 http_version_not_supported, and closes', async (t) => {
     const ta = await listeningApp(t)
-    for (const line of ['GET /healthz HTTP/2.0', 'GET /healthz HTTP/0.9', 'GET /healthz', 'GET /healthz HTTP/3.0']) {
+    for (const line of ['GET /healthz HTTP/2.0', 'GET /healthz HTTP/3.0']) {
       const res = await one(ta.port, `${line}\r\nHost: x\r\n\r\n`)
       assert.equal(res.status, 505, `${line}: ${res.raw.slice(0, 300)}`)
       assert.equal(res.headers.connection, 'close')
       assert.equal(errorBody(res).code, 'http_version_not_supported', line)
+    }
+    // The HTTP/2 connection preface (prior knowledge, RFC 9113 §3.3).
+    const preface = await one(ta.port, 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
+    assert.equal(preface.status, 505, preface.raw)
+  })
+
+  it('answers a request line without a version (read as HTTP/0.9) 400 bad_request, and closes', async (t) => {
+    const ta = await listeningApp(t)
+    for (const line of ['GET /healthz', 'GET /healthz HTTP/0.9']) {
+      const res = await one(ta.port, `${line}\r\nHost: x\r\n\r\n`)
+      assert.equal(res.status, 400, `${line}: ${res.raw.slice(0, 300)}`)
+      assert.equal(res.headers.connection, 'close')
+      assert.equal(errorBody(res).code, 'bad_request', line)
     }
   })
 
