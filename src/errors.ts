@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, description: 'The request body is larger than the body limit.' },
   uri_too_long: { status: 414, description: 'The request target (path and query) is longer than 8 KiB (answered before routing; the connection is closed).' },
   unsupported_media_type: { status: 415, description: 'The request body is not application/json in UTF-8 (one charset parameter at most), or is sent with a Content-Encoding other than identity.' },
+  range_not_satisfiable: { status: 416, description: 'The Range header names no byte range within the file asked for (a static file of the docs page); `Content-Range` gives its length.' },
   expectation_failed: { status: 417, description: 'The Expect header names an expectation other than 100-continue.' },
   idempotency_key_reused: { status: 422, description: 'The Idempotency-Key was already used with a different request body.' },
   rate_limited: { status: 429, description: 'Too many requests for this API key, or too many failed authentications from this address; see Retry-After.' },
@@ -28,6 +29,7 @@ export const ERROR_CODES = {
   not_implemented: { status: 501, description: 'The route is named by the interface but not specified (GET /v1/store/orders), or the body is sent with a transfer coding other than chunked (answered before routing; the connection is closed).' },
   service_unavailable: { status: 503, description: 'The store is unavailable, the service is overloaded, it is starting (a SQLite store is checked before it is served) or it is shutting down; see Retry-After. On a create it means nothing was written.' },
   store_gone: { status: 503, description: 'The SQLite database file this instance opened was removed, replaced or overwritten, or is malformed: it acknowledges no create until an operator restores the file and restarts it (its /readyz says the same). Retry on another instance.' },
+  http_version_not_supported: { status: 505, description: 'The request line names an HTTP version whose major version is not 1 (HTTP/2.0 over this connection, HTTP/3.0); send HTTP/1.1.' },
   outcome_unknown: { status: 503, description: 'A create whose commit was sent but never confirmed (PostgreSQL stalled or the connection was lost; SQLite committed it but could not flush it to disk): it may or may not have been written. Retry with the same Idempotency-Key: the retry answers the pet if it was written, or creates it once if not. Without a key a retry may create a second pet.' }
 } as const satisfies Record<string, { status: number, description: string }>
 

@@ -22,6 +22,88 @@ export function uriTooLong (): ApiError {
   return new ApiError('uri_too_long', `the request target is longer than ${MAX_TARGET_LENGTH} characters`)
 }
 
+/*
+ * A valid Host field value (RFC 9112 §3.2 → RFC 3986 §3.2.2–3.2.3): uri-host [ ":" port ], where
+ * uri-host = IP-literal / IPv4address / reg-name. IPv4address is a reg-name too, so:
+ * - IP-literal: "[" (IPv6address / IPvFuture) "]"; its inside is checked by character here and by
+ *   the URL parser (net.isIPv6 would refuse a zone or IPvFuture RFC 3986 allows).
+ * - reg-name: *( unreserved / pct-encoded / sub-delims ), possibly empty.
+ * - port: *DIGIT.
+ */
+const REG_NAME = "(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*"
+const IP_LITERAL = '\\[(?:v[0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~!$&\'()*+,;=:]+|[0-9A-Fa-f:.]+)\\]'
+const HOST = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::[0-9]*)?$`)
+
+/** Whether a Host field value is `uri-host [":" port]` (RFC 3986), the one definition of a valid Host. */
+export function validHost (value: string): boolean {
+  if (!HOST.test(value)) return false
+  if (value.startsWith('[') && !value.startsWith('[v')) {
+    // An IPv6 address: its grammar is the URL parser's (RFC 3986 IPv6address).
+    try {
+      return new URL(`http://${value}/`).hostname !== ''
+    } catch {
+      return false
+    }
+  }
+  return true
+}
+
+/*
+ * The forms of request target a server takes (RFC 9112 §3.2): origin-form (a path, `/…`), the
+ * asterisk-form (`*`, exactly; OPTIONS alone, plugins/errors.ts) and the absolute-form, which a
+ * server MUST accept (§3.2.2): an `http` or `https` URI whose authority is a host (not empty, no
+ * userinfo: RFC 9110 §4.2.1, §4.2.4) with an optional port of at most 65535, as the URL parser reads
+ * it. The authority-form is CONNECT's, for a proxy, which this server is not.
+ */
+const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([/?].*)?$/i
+const AUTHORITY = /^(\[[^\]]*\]|[^:[\]]+)(?::([0-9]*))?$/
+
+/**
+ * Why a request target is of none of the forms a server takes, as the sentence of a 400
+ * `bad_request`, or undefined when it is one of them. An absolute-form's authority follows the
+ * Host header's grammar (validHost).
+ */
+export function targetFormProblem (target: string): string | undefined {
+  if (target.startsWith('/') || target === '*') return undefined
+  const absolute = ABSOLUTE_FORM.exec(target)
+  if (absolute === null) return 'the request target must be a path (/…), an absolute http(s) URI, or * (OPTIONS only)'
+  const authority = absolute[1]!
+  const parts = AUTHORITY.exec(authority)
+  const port = parts?.[2]
+  let parsed = false
+  try {
+    parsed = new URL(target).hostname !== ''
+  } catch {}
+  if (parts === null || !validHost(authority) || (port !== undefined && port !== '' && Number(port) > 65535) || !parsed) {
+    return 'the authority of the absolute-form request target must be a host with an optional port (at most 65535), without userinfo'
+  }
+  return undefined
+}
+
+/** The origin-form path and query an absolute-form target addresses (`http://h/p?q` → `/p?q`), or a path as it is. */
+export function originFormOf (target: string): string {
+  const absolute = ABSOLUTE_FORM.exec(target)
+  if (absolute === null) return target
+  const rest = absolute[2] ?? ''
+  return rest.startsWith('/') ? rest : `/${rest}`
+}
+
+/** The version a refused request line names (`HTTP/1.2` → [1, 2]): the line of the read where the parser stopped. */
+function requestLineVersion (err: ParserError): [number, number] | undefined {
+  if (!Buffer.isBuffer(err.rawPacket) || typeof err.bytesParsed !== 'number') return undefined
+  const packet = err.rawPacket
+  const start = packet.subarray(0, err.bytesParsed).lastIndexOf(0x0a) + 1
+  const end = packet.indexOf(0x0a, start)
+  const line = packet.subarray(start, end === -1 ? packet.length : end).toString('latin1')
+  const m = / HTTP\/([0-9]+)\.([0-9]+)\r?$/.exec(line)
+  return m === null ? undefined : [Number(m[1]), Number(m[2])]
+}
+
+/** The 505 answer to a request line whose HTTP major version is not 1 (RFC 9110 §15.6.6). */
+export function versionNotSupported (version: string): ApiError {
+  return new ApiError('http_version_not_supported', `HTTP/${version} is not supported: this server speaks HTTP/1.1 (and 1.0)`)
+}
+
 type ParserError = Error & { code?: string, rawPacket?: unknown, bytesParsed?: unknown }
 
 /** A request line still being read: a method, one space, and target bytes (no version, no line end yet). */
@@ -51,6 +133,15 @@ function toClientError (err: ParserError): ApiError {
       : new ApiError('header_too_large', 'the request line and headers are larger than the server accepts (16 KiB)')
   }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new ApiError('request_timeout', 'the request was not received in time')
+  if (code === 'HPE_INVALID_VERSION') {
+    // Node's parser takes HTTP/1.0, 1.1, 2.0 and 0.9 only. A higher 1.x minor version is meant to be
+    // processed as 1.1 (RFC 9110 §2.5), but only the lenient parser (insecureHTTPParser, which also
+    // lets through the framing faults request smuggling needs) would pass it: it stays a 400 that says so.
+    const version = requestLineVersion(err)
+    if (version !== undefined && version[0] !== 1) return versionNotSupported(version.join('.'))
+    if (version !== undefined) return new ApiError('bad_request', `HTTP/${version.join('.')} is refused by the server's HTTP parser, which reads HTTP/1.0 and HTTP/1.1 only; send the request as HTTP/1.1`)
+  }
+  if (code === 'HPE_PAUSED_H2_UPGRADE') return versionNotSupported('2.0')
   return new ApiError('bad_request', 'the request is not valid HTTP/1.1 (request line, header or framing)')
 }
 

@@ -33,8 +33,11 @@ const OFFERED = ['br', 'gzip', 'identity']
 // negotiator's types omit its `preferred` option (the server's order for ties).
 type Encodings = (available: readonly string[], options: { preferred: readonly string[] }) => string[]
 
+// `x-gzip` is gzip (RFC 9110 §8.4.1.3: a recipient SHOULD consider them equivalent); negotiator knows only `gzip`.
+const X_GZIP = /(^|,)(\s*)x-gzip(?=\s*(?:[;,]|$))/gi
+
 function negotiate (header: string): Choice {
-  const negotiator = new Negotiator({ headers: { 'accept-encoding': header } })
+  const negotiator = new Negotiator({ headers: { 'accept-encoding': header.replace(X_GZIP, '$1$2gzip') } })
   const order = (negotiator.encodings as Encodings)(OFFERED, { preferred: OFFERED }) as Coding[]
   const large = order[0] ?? 'identity'
   return { large, small: order.includes('identity') ? 'identity' : large }

@@ -18,6 +18,7 @@ import type { FastifyInstance } from 'fastify'
 import { parse as parseLossless } from 'lossless-json'
 import sjson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
+import { charsetProblem } from './media-types.js'
 
 const NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
@@ -102,16 +103,9 @@ export function parseJsonBody (body: Buffer): unknown {
 export function installJsonBodyParser (app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
-    const type = request.headers['content-type'] ?? ''
-    const charsets = type.includes(';') ? [...type.matchAll(/;\s*charset\s*=\s*"?([^";\s]*)/gi)] : []
-    if (charsets.length > 1) {
-      // RFC 6838 §4.3: a media type parameter given twice is an error; the first and the last may disagree.
-      done(new ApiError('unsupported_media_type', 'the charset parameter of Content-Type must be given once'), undefined)
-      return
-    }
-    const charset = charsets[0]?.[1]
-    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-      done(new ApiError('unsupported_media_type', `charset ${charset} is not supported; send application/json in UTF-8`), undefined)
+    const charset = charsetProblem(request.headers['content-type'] ?? '')
+    if (charset !== undefined) {
+      done(charset, undefined)
       return
     }
     if ((body as Buffer).length === 0) {

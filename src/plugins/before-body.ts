@@ -1,7 +1,9 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
+import { charsetProblem } from '../http/media-types.js'
+import { toApiError } from './errors.js'
 
 /** Methods whose body Fastify reads (the others' bodies are never parsed). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'QUERY'])
@@ -24,6 +26,32 @@ function contentCodings (request: FastifyRequest): string[] {
   return header.split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '' && c !== 'identity')
 }
 
+/** The parts of a request its head holds, in the order Fastify validates them (the body comes between params and querystring). */
+const HEAD_PARTS = [['params', 'params'], ['querystring', 'query'], ['headers', 'headers']] as const
+
+/**
+ * What the route would refuse in a request whose head is all it has read: a Content-Type no body
+ * parser takes (Fastify's own 415, before it reads the body) or whose charset the JSON parser refuses,
+ * and a path, query or header its schemas refuse (with the route's own validation functions, so the
+ * Error is the one the request gets without `Expect`). Schema faults come after a body fault
+ * without `Expect`; with it the body is never sent, so the head's fault is the answer.
+ */
+function headProblem (request: FastifyRequest): Error | undefined {
+  const type = request.headers['content-type']
+  const essence = type?.split(';', 1)[0]!.trim().toLowerCase() ?? ''
+  if (essence === '' || !request.server.hasContentTypeParser(essence)) return toApiError(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(type ?? ''))
+  const charset = charsetProblem(type ?? '')
+  if (charset !== undefined) return charset
+  for (const [part, property] of HEAD_PARTS) {
+    const validate = request.getValidationFunction(part)
+    if (validate === undefined) continue
+    // Our validator compiler (schemas/validator.ts) answers { value } or { error }, as Fastify's custom compilers may.
+    const result: unknown = validate(request[property])
+    if (typeof result === 'object' && result !== null && 'error' in result && result.error instanceof Error) return result.error
+  }
+  return undefined
+}
+
 /**
  * What is decided before a byte of a request body is read, in a preParsing hook registered after the
  * errors plugin's, so after authentication (onRequest) and after the 404/405 answer of an unknown
@@ -34,8 +62,10 @@ function contentCodings (request: FastifyRequest): string[] {
  *   `unsupported_media_type` naming it: bodies are accepted as identity only, so no decompression
  *   bomb can inflate past the body limit, and a gzip body is never parsed as if it were JSON;
  * - a declared `Content-Length` over the body limit → 413, before the client is asked for the body;
- * - then, and only then, `100 Continue` for a client that waits for it (`Expect: 100-continue`).
- *   Node would send it on arrival, before authentication and before the size was checked.
+ * - for a client that waits for `100 Continue` (`Expect: 100-continue`), whatever else the route
+ *   would refuse from the head alone (headProblem): the final 4xx is sent instead, and the body never asked for;
+ * - then, and only then, `100 Continue`. Node would send it on arrival, before authentication and
+ *   before the size was checked.
  */
 async function beforeBody (app: FastifyInstance): Promise<void> {
   // Node emits checkContinue for any Expect that mentions 100-continue (`100-continue, foo` too);
@@ -66,7 +96,11 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
     }
     const length = Number(request.headers['content-length'])
     if (length > request.routeOptions.bodyLimit) throw new ApiError('payload_too_large', 'request body is larger than the body limit')
-    if (awaitingContinue.has(request.raw)) reply.raw.writeContinue()
+    if (awaitingContinue.has(request.raw)) {
+      const problem = headProblem(request)
+      if (problem !== undefined) throw problem
+      reply.raw.writeContinue()
+    }
     return payload
   })
 }

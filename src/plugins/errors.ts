@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
+import { originFormOf, targetFormProblem } from '../http/client-errors.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { ApiError, ERROR_CODES, type ErrorBody, type ErrorCode, OutcomeUnknownError, STORE_OPENING_MESSAGE, StoreGoneError, StoreOpeningError, StoreUnavailableError } from '../errors.js'
 import { Outages } from '../logging/outages.js'
@@ -64,6 +65,15 @@ export function toApiError (err: FastifyError | Error): ApiError {
   return new ApiError('internal_error', 'an unexpected error occurred; it has been logged with the request id')
 }
 
+/**
+ * The method an Error's message names: GET for a HEAD request. HEAD's answer is GET's headers
+ * without the body (RFC 9110 §9.3.2), Content-Length included, so the message HEAD's length is
+ * measured from must be GET's.
+ */
+function namedMethod (request: FastifyRequest): string {
+  return request.method === 'HEAD' ? 'GET' : request.method
+}
+
 /** Every Error answer goes out here (and is recorded on the request); `cause`: what was thrown, when it was not the ApiError itself. */
 export function sendError (reply: FastifyReply, error: ApiError, cause: Error = error): FastifyReply {
   reply.request.failure = { error, cause }
@@ -83,18 +93,26 @@ const badUrls = new WeakSet<IncomingMessage>()
  * (under /v1) no authentication or rate limit. Instead of answering it here, apart from every
  * plugin, it is routed again with each `%` of its path escaped, so it reaches the scope it
  * addresses and passes through the very hooks any other request there passes through; the
- * errorHandling plugin then answers 400 before the body is read. Anything else the router refuses
- * (or a URL that is still undecodable) is answered here directly.
+ * errorHandling plugin then answers 400 before the body is read. An absolute-form target is routed by
+ * the path it addresses; a target of no form a server takes (an absolute-form whose authority the
+ * router cannot read) is routed to `/`, where the hardening plugin refuses it, 400 `bad_request`,
+ * from the target the client sent. Anything else the router refuses (or a URL that is still
+ * undecodable) is answered here directly.
  */
 export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> = (err, request, reply) => {
   const raw = request.raw
   const url = raw.url
   if (err.code === 'FST_ERR_BAD_URL' && url !== undefined && !badUrls.has(raw)) {
     badUrls.add(raw)
-    const query = url.indexOf('?')
-    const path = query === -1 ? url : url.slice(0, query)
-    raw.originalUrl = url // request.originalUrl: what the client sent, for the access log
-    raw.url = path.replaceAll('%', '%25') + (query === -1 ? '' : url.slice(query))
+    raw.originalUrl = url // request.originalUrl: what the client sent, for the access log and the edge checks
+    if (targetFormProblem(url) !== undefined) {
+      raw.url = '/'
+    } else {
+      const target = originFormOf(url)
+      const query = target.indexOf('?')
+      const path = query === -1 ? target : target.slice(0, query)
+      raw.url = path.replaceAll('%', '%25') + (query === -1 ? '' : target.slice(query))
+    }
     request.server.routing(raw, reply.raw)
     return
   }
@@ -161,9 +179,9 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
     const path = request.url.split('?', 1)[0]!
     const allowed = allowedMethods(path)
     if (allowed.length > 0 && !allowed.includes(request.method)) {
-      return new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') })
+      return new ApiError('method_not_allowed', `${namedMethod(request)} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') })
     }
-    return new ApiError('not_found', `no route ${request.method} ${path}`)
+    return new ApiError('not_found', `no route ${namedMethod(request)} ${path}`)
   }
   // The asterisk-form target (RFC 9112 §3.2.4) asks about the server as a whole, and only OPTIONS
   // may: the answer lists every method the server has. Any other method with it is refused. This
@@ -172,7 +190,7 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   let serverMethods: string | undefined
   app.addHook('onRequest', async (request, reply) => {
     if (request.url !== '*') return
-    if (request.method !== 'OPTIONS') throw new ApiError('bad_request', `the request target * is only for OPTIONS, not ${request.method}`)
+    if (request.method !== 'OPTIONS') throw new ApiError('bad_request', `the request target * is only for OPTIONS, not ${namedMethod(request)}`)
     serverMethods ??= [...new Set([...methods, 'OPTIONS'])].sort().join(', ')
     reply.code(204).header('allow', serverMethods).send()
     return reply

@@ -2,37 +2,11 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
-import { connectAsRequest, MAX_TARGET_LENGTH, trackResponse, uriTooLong } from '../http/client-errors.js'
+import { connectAsRequest, MAX_TARGET_LENGTH, targetFormProblem, trackResponse, uriTooLong, validHost, versionNotSupported } from '../http/client-errors.js'
 import { repeatedSingleton } from '../http/repeated-headers.js'
 
 /** Browsers take a response's Content-Type as it is, never guessing another from the body. */
 export const NOSNIFF = 'nosniff'
-
-/*
- * A valid Host field value (RFC 9112 §3.2 → RFC 3986 §3.2.2–3.2.3): uri-host [ ":" port ], where
- * uri-host = IP-literal / IPv4address / reg-name. IPv4address is a reg-name too, so:
- * - IP-literal: "[" (IPv6address / IPvFuture) "]"; its inside is checked by character here and by
- *   the URL parser (net.isIPv6 would refuse a zone or IPvFuture RFC 3986 allows).
- * - reg-name: *( unreserved / pct-encoded / sub-delims ), possibly empty.
- * - port: *DIGIT.
- */
-const REG_NAME = "(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*"
-const IP_LITERAL = '\\[(?:v[0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~!$&\'()*+,;=:]+|[0-9A-Fa-f:.]+)\\]'
-const HOST = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::[0-9]*)?$`)
-
-/** Whether a Host field value is `uri-host [":" port]` (RFC 3986), the one definition of a valid Host. */
-export function validHost (value: string): boolean {
-  if (!HOST.test(value)) return false
-  if (value.startsWith('[') && !value.startsWith('[v')) {
-    // An IPv6 address: its grammar is the URL parser's (RFC 3986 IPv6address).
-    try {
-      return new URL(`http://${value}/`).hostname !== ''
-    } catch {
-      return false
-    }
-  }
-  return true
-}
 
 /** The transfer codings of a Transfer-Encoding field value, lower case, as listed. */
 function transferCodings (value: string): string[] {
@@ -42,8 +16,13 @@ function transferCodings (value: string): string[] {
 /**
  * What is wrong at the edge of a request, as the Error that answers it, or undefined. The rules are the MUSTs of
  * RFC 9110/9112 that Node's parser leaves to the server:
+ * - a request line whose HTTP major version is not 1 → 505 (RFC 9110 §15.6.6), and one without a
+ *   version (which Node's parser reads as HTTP/0.9) → 400: Node passes both and would have them
+ *   answered as 1.1;
  * - a request target longer than MAX_TARGET_LENGTH → 414; one with a fragment → 400 (the
- *   origin-form is path and query, RFC 9112 §3.2.1; a client never sends `#`);
+ *   origin-form is path and query, RFC 9112 §3.2.1; a client never sends `#`); one of none of the
+ *   forms a server takes (client-errors.ts: `*?x`, `foo`, an absolute-form with a bad authority) → 400.
+ *   The target is the one the client sent (`originalUrl` when the errors plugin routed it again);
  * - Host: an HTTP/1.1 request without it, with it twice, or with a value that is not
  *   `uri-host [":" port]` → 400 (RFC 9112 §3.2). Authorization and Content-Type twice → 400 too
  *   (repeated-headers.ts);
@@ -55,9 +34,14 @@ function transferCodings (value: string): string[] {
  * it refused unread, the next bytes on the connection are not known to start a request.
  */
 function edgeProblem (req: IncomingMessage): ApiError | undefined {
-  const url = req.url ?? ''
+  // A line without a version is read as HTTP/0.9 (as is `HTTP/0.9`): a request line that is not HTTP/1.x, 400.
+  if (req.httpVersion === '0.9') return new ApiError('bad_request', 'the request line needs an HTTP version (HTTP/1.1); HTTP/0.9 is not served')
+  if (req.httpVersionMajor !== 1) return versionNotSupported(req.httpVersion)
+  const url = req.originalUrl ?? req.url ?? ''
   if (url.length > MAX_TARGET_LENGTH) return uriTooLong()
   if (url.includes('#')) return new ApiError('bad_request', 'the request target must not contain a fragment (#)')
+  const form = targetFormProblem(url)
+  if (form !== undefined) return new ApiError('bad_request', form)
   const host = req.headers.host
   if (host === undefined) {
     if (req.httpVersion === '1.1') return new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header')

@@ -9,6 +9,7 @@ import { describeUnroutedRequests } from '../schemas/unrouted.js'
 import { documentRoute, redirectDocsIndex } from '../http/document-routes.js'
 import { headNoBody } from '../http/representations.js'
 import { JSON_TYPE } from '../http/media-types.js'
+import { ApiError } from '../errors.js'
 
 type Json = Record<string, unknown>
 
@@ -22,7 +23,7 @@ const INFO_DESCRIPTION = [
     '(the typed client in packages/client gives them as BigInt).',
   '',
   '**Every answer carries** `X-Request-Id` (yours, or a UUID: quote it in a report); `/v1` answers carry `RateLimit` and `RateLimit-Policy` while rate limits are on. ' +
-    'The answers operations share (401, 403, 408, 413, 414, 415, 417, 429, 431, 500, 501, 503, as they apply) are described once each ' +
+    'The answers operations share (401, 403, 408, 413, 414, 415, 417, 429, 431, 500, 501, 503, 505, as they apply) are described once each ' +
     '(`components/responses`) and listed a line each after an operation\'s own; 429 and 503 also carry `Retry-After`.'
 ].join('\n')
 
@@ -81,7 +82,7 @@ function shareHeaders (document: Json): Json {
 }
 
 /** Statuses any operation can answer: one shared component each, so an operation's own answers stand out. */
-export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503'])
+export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503', '505'])
 
 /** "Request headers too large: an `Error`…" → "RequestHeadersTooLarge". */
 function responseName (description: string): string {
@@ -253,6 +254,16 @@ const DOCS_PAGE_ROUTES = ['/docs', '/docs/', '/docs/json', '/docs/yaml', '/docs/
 // Hop-by-hop or recomputed for the body sent here.
 const NOT_FORWARDED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'date'])
 
+/** The Error for a static file's refusal by @fastify/static: a precondition or a range it cannot meet. */
+function staticFileError (status: number, contentRange: unknown): Error {
+  if (status === 412) return new ApiError('precondition_failed', 'If-Match or If-Unmodified-Since does not hold for the current file')
+  if (status === 416) {
+    return new ApiError('range_not_satisfiable', 'the Range header names no byte range within the file', typeof contentRange === 'string' ? { 'content-range': contentRange } : undefined)
+  }
+  // Any other 4xx: the error handler maps it by its status.
+  return Object.assign(new Error('the request for the docs page file was refused'), { statusCode: status })
+}
+
 /** GET /openapi.json, /openapi.yaml and the /docs page: public, and served from installed files only. */
 export async function docsRoutes (app: FastifyInstance): Promise<void> {
   documentRoute(app, '/openapi.json', JSON_TYPE, async () => (await app.docsApp()).document('json'))
@@ -273,6 +284,11 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       if (res.statusCode >= 500) {
         body.destroy()
         throw new Error(`the docs page failed: ${res.statusCode}`)
+      }
+      // @fastify/static's refusals (412, 416) come in Fastify's default error shape: answered as the API's Error.
+      if (res.statusCode >= 400) {
+        body.destroy()
+        throw staticFileError(res.statusCode, res.headers['content-range'])
       }
       for (const [name, value] of Object.entries(res.headers)) {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)

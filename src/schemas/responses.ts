@@ -87,10 +87,10 @@ function headersFor (status: number): HeaderMap {
 }
 
 /** Decided at the edge (the parser, hardening.ts, `Expect`, shutdown, overload), so any request can get them. */
-export const EDGE_CODES = ['bad_request', 'request_timeout', 'uri_too_long', 'expectation_failed', 'header_too_large', 'not_implemented', 'service_unavailable'] as const satisfies readonly ErrorCode[]
+export const EDGE_CODES = ['bad_request', 'request_timeout', 'uri_too_long', 'expectation_failed', 'header_too_large', 'not_implemented', 'service_unavailable', 'http_version_not_supported'] as const satisfies readonly ErrorCode[]
 
 /** Node's HTTP parser can answer these before routing, with none of an operation's own headers. */
-const PARSER_CODES: ReadonlySet<ErrorCode> = new Set(['bad_request', 'request_timeout', 'uri_too_long', 'header_too_large'])
+const PARSER_CODES: ReadonlySet<ErrorCode> = new Set(['bad_request', 'request_timeout', 'uri_too_long', 'header_too_large', 'http_version_not_supported'])
 
 /** Codes only the parser answers: a status given only by these carries none of an operation's own headers. */
 const PARSER_ONLY: ReadonlySet<ErrorCode> = new Set(['request_timeout', 'header_too_large'])

@@ -63,8 +63,11 @@ export function describeUnroutedRequests (document: Json): Json {
     description: 'Answers to a request that matches no operation, for every method the HTTP parser accepts (CONNECT included): ' +
       '404 `not_found` for a path not listed, 405 `method_not_allowed` with `Allow` for a listed path and another method, ' +
       'decided before any body is read. Under `/v1` authentication and rate limits come first (401, 429). ' +
-      'The request target `*` is answered 204 to OPTIONS and 400 `bad_request` to any other method. ' +
-      'A HEAD request gets the same status and headers, without a body.',
+      'The request target `*` is answered 204 to OPTIONS and 400 `bad_request` to any other method; a target that is neither a path ' +
+      '(origin-form), `*`, nor an absolute `http`/`https` URI with a valid authority (`*?x`, `example.com:443`, `http://x:99999/`) is 400 `bad_request`. ' +
+      'A request line whose HTTP major version is not 1 (`HTTP/2.0`, `HTTP/3.0`) is 505 `http_version_not_supported`; ' +
+      'a line without a version (HTTP/0.9) or an `HTTP/1.x` version other than 1.0 and 1.1 is 400 `bad_request` (Node\'s HTTP parser refuses it). ' +
+      'A HEAD request gets the same status and headers, without a body: a message that names the method names GET.',
     responses,
     documentation: {
       description: 'GET (and HEAD) on the documentation routes, which are not operations of the API: the document (`/openapi.json`, `/openapi.yaml`: ' +
@@ -90,6 +93,22 @@ export function describeUnroutedRequests (document: Json): Json {
             'image/png': { schema: { type: 'string' } }
           }
         },
+        206: {
+          description: 'A static file of the docs page asked with `Range` (one byte range): that part of it.',
+          headers: {
+            'X-Request-Id': header('X-Request-Id'),
+            'Content-Range': { description: 'The range sent and the file\'s length (`bytes 0-9/187535`).', required: true, schema: { type: 'string' } },
+            ETag: { description: 'The file\'s weak entity tag.', schema: docsValidator },
+            'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
+            'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
+          },
+          content: {
+            'text/css': { schema: { type: 'string' } },
+            'application/javascript': { schema: { type: 'string' } },
+            'text/html': { schema: { type: 'string' } },
+            'image/png': { schema: { type: 'string' } }
+          }
+        },
         302: {
           description: 'To the docs page (`/docs`, `/docs/static/index.html`).',
           headers: { 'X-Request-Id': header('X-Request-Id'), Location: { description: 'The page.', required: true, schema: { type: 'string' } } }
@@ -104,8 +123,16 @@ export function describeUnroutedRequests (document: Json): Json {
           }
         },
         412: {
-          description: '`If-Match` names no current ETag of the document or file (RFC 9110 §13.1.1); `code` is `precondition_failed`.',
+          description: '`If-Match` names no current ETag of the document or file, or a static file changed after `If-Unmodified-Since` (RFC 9110 §13.1.1, §13.1.4); `code` is `precondition_failed`.',
           headers: { 'X-Request-Id': header('X-Request-Id') },
+          content: errorContent
+        },
+        416: {
+          description: '`Range` names no byte range within a static file of the docs page (RFC 9110 §15.5.17); `code` is `range_not_satisfiable`.',
+          headers: {
+            'X-Request-Id': header('X-Request-Id'),
+            'Content-Range': { description: 'The file\'s length (`bytes */187535`).', schema: { type: 'string' } }
+          },
           content: errorContent
         }
       }
