@@ -136,8 +136,8 @@ describe('/docs', () => {
         }
         await op.locator('.opblock-summary').click()
       }
-      // About two screens of 1000 px, at 1280 px wide.
-      for (const id of ['listPets', 'createPet', 'getPet']) assert.ok(heights[id]! <= 2000, `${id} expanded is ${heights[id]} px tall`)
+      // About two screens of 1000 px, at 1280 px wide, with a line for each of the 13 shared answers.
+      for (const id of ['listPets', 'createPet', 'getPet']) assert.ok(heights[id]! <= 2100, `${id} expanded is ${heights[id]} px tall`)
       t.diagnostic(`expanded heights at 1280 px: ${JSON.stringify(heights)}`)
     } finally {
       await page.screenshot({ path: new URL('docs-page-reading.png', ARTIFACTS).pathname, fullPage: true })
