@@ -37,7 +37,7 @@ function shown (name: string): string {
 }
 
 /** The rule a value of schema `s` breaks, in words, from the schema itself. */
-function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
+export function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
   if (Array.isArray(s.enum)) return `must be one of ${s.enum.join(', ')}`
   if (s.int64 === true) return `must be an integer from ${INT64_MIN} to ${INT64_MAX}`
   if (s.type === 'integer') return `must be an integer from ${String(s.minimum)} to ${String(s.maximum)}`

@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { partialPath, publish } from '../../store/files.js'
@@ -12,10 +13,7 @@ export class AtomicFile {
   constructor (readonly path: string) {
     this.tmp = partialPath(path)
     this.stream = createWriteStream(this.tmp, { flags: 'wx', mode: 0o600 })
-    this.opened = new Promise((resolve, reject) => {
-      this.stream.once('open', () => resolve())
-      this.stream.once('error', reject)
-    })
+    this.opened = once(this.stream, 'open').then(() => {})
   }
 
   async ready (): Promise<void> { await this.opened }

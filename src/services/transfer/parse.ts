@@ -1,7 +1,10 @@
-import { parse } from 'lossless-json'
-import { INT64_MAX, INT64_MIN } from '../../schemas/int64.js'
-import { NAME_MAX_LENGTH, PET_STATUSES, type PetStatus } from '../../schemas/pets.js'
-import { ALL_SCOPES, isScope, type Scope } from '../../schemas/scopes.js'
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js'
+import { isInteger, isSafeNumber, LosslessNumber, parse } from 'lossless-json'
+import { type Static, type TSchema, Type } from 'typebox'
+import { createRequestAjv, withInt64 } from '../../schemas/ajv.js'
+import { rule } from '../../schemas/messages.js'
+import { PATTERN_RULES, PetSchema } from '../../schemas/pets.js'
+import { ALL_SCOPES, type Scope } from '../../schemas/scopes.js'
 import {
   COUNT_NAMES, type Counts, type DataRecord, FORMAT, type Header, PetDigest, READABLE_VERSIONS, TransferLineError
 } from './format.js'
@@ -9,22 +12,122 @@ import type { Line } from './lines.js'
 
 /*
  * Reads an export file line by line and checks every line before it reaches a store: the header
- * (format, version, counts), each record's fields against the rules the API and the stores hold,
- * the order of the sections, ascending pet ids, the announced counts, and the end line's checksum.
+ * (format, version, counts) and each record against its schema below, which reuses the API's rules
+ * where a field has the same one; then, in code, what a schema of one line cannot say: the order of
+ * the sections, ascending pet ids, the announced counts, and the end line's checksum.
  * Any problem is a TransferLineError naming the line.
  */
 
-type Json = Record<string, unknown>
-const SECTION: Record<DataRecord['type'], number> = { setting: 0, apiKey: 1, pet: 2, idempotencyKey: 3 }
-const SECTION_NAMES = ['setting', 'apiKey', 'pet', 'idempotencyKey']
-const COUNT_OF: Record<DataRecord['type'], keyof Counts> = { setting: 'settings', apiKey: 'apiKeys', pet: 'pets', idempotencyKey: 'idempotencyKeys' }
-const STATUS_SET = new Set<string>(PET_STATUSES)
-const HASH = /^[0-9a-f]{64}$/
-const IDEM_KEY = /^[\x21-\x7e]{1,255}$/
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+type Json = Record<string, any>
+// The sections in file order; COUNT_NAMES holds their counts in the same order.
+const SECTIONS: ReadonlyArray<DataRecord['type']> = ['setting', 'apiKey', 'pet', 'idempotencyKey']
 
-/** Integers become BigInt (exact); anything else stays a number, refused where an integer is due. */
-const parseNumber = (digits: string): bigint | number => /^-?(0|[1-9][0-9]*)$/.test(digits) ? BigInt(digits) : Number(digits)
+// Times as export writes them (toISOString); the format also refuses what Date.parse cannot read (month 13).
+const UTC_TIME = 'utc-time'
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+const Time = Type.String({ format: UTC_TIME })
+const NullableTime = Type.Union([Time, Type.Null()])
+const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' })
+// Store ids the CLI takes as JavaScript numbers.
+const KeyId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+// PostgreSQL text cannot hold U+0000; `petstore keys create` never makes such a name.
+const KeyName = Type.String({ maxLength: 100, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$' })
+const IdempotencyKey = Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' })
+const Scopes = Type.Array(Type.Unsafe<Scope>({ type: 'string', enum: [...ALL_SCOPES] }), { minItems: 1, uniqueItems: true })
+
+/** The rule in words, for the fields whose broken keyword alone would not say it well. */
+const RULES = new Map<TSchema, string>([
+  [Time, 'must be a UTC time like 2026-01-31T12:00:00.000Z'],
+  [NullableTime, 'must be a UTC time like 2026-01-31T12:00:00.000Z or null'],
+  [Hash, 'must be a SHA-256 hash in 64 lowercase hex digits'],
+  [KeyName, 'must be 1 to 100 characters, not blank, without U+0000'],
+  [IdempotencyKey, 'must be 1 to 255 printable ASCII characters without spaces'],
+  [Scopes, `must be a non-empty array of distinct scopes among ${ALL_SCOPES.join(', ')}`]
+])
+
+const closed = { additionalProperties: false } as const
+const HeaderLine = Type.Object({
+  format: Type.Literal(FORMAT),
+  version: Type.Integer(),
+  source: Type.Unsafe<Header['source']>({ type: 'string', enum: ['sqlite', 'postgres'] }),
+  exportedAt: Time,
+  counts: Type.Object({ settings: Count, apiKeys: Count, pets: Count, idempotencyKeys: Count }, closed)
+}, closed)
+const SettingLine = Type.Object({ type: Type.Literal('setting'), name: Type.String({ minLength: 1 }), value: Type.String() }, closed)
+const ApiKeyLine = Type.Object({
+  type: Type.Literal('apiKey'),
+  id: KeyId,
+  name: KeyName,
+  hash: Hash,
+  scopes: Scopes,
+  createdAt: Time,
+  expiresAt: NullableTime,
+  lastUsedAt: NullableTime,
+  revokedAt: NullableTime
+}, closed)
+// Version 1 knew no scopes nor expiry: its keys could do everything, for ever.
+const ApiKeyLineV1 = Type.Omit(ApiKeyLine, ['scopes', 'expiresAt'], closed)
+const PetLine = Type.Object({ type: Type.Literal('pet'), ...PetSchema.properties }, closed)
+const IdempotencyKeyLine = Type.Object({
+  type: Type.Literal('idempotencyKey'),
+  apiKeyId: KeyId,
+  key: IdempotencyKey,
+  fingerprint: Hash,
+  petId: PetSchema.properties.id,
+  createdAt: Time
+}, closed)
+const EndLine = Type.Object({ type: Type.Literal('end'), petsSha256: Hash }, closed)
+
+let ajv: ReturnType<typeof createRequestAjv> | undefined
+
+/** The first broken rule of a line, in words: the field (a dotted path) and what it must be. */
+function problem (what: string, schema: TSchema, e: ErrorObject): string {
+  const path = e.instancePath.split('/').slice(1)
+  if (e.keyword === 'required') return `${what} lacks the field '${[...path, e.params.missingProperty].join('.')}'`
+  if (e.keyword === 'additionalProperties') {
+    const allowed = Object.keys((e.parentSchema as Json).properties).join(', ')
+    return `${what} has an unknown field '${[...path, e.params.additionalProperty].join('.')}' (allowed: ${allowed})`
+  }
+  // The words of the outermost schema on the path that has some (the scope list, not the scope).
+  let s: Json | undefined = schema
+  for (const [i, key] of path.entries()) {
+    s = s?.properties?.[key] ?? s?.items
+    const words = RULES.get(s as TSchema)
+    if (words !== undefined) return `${what} field '${path.slice(0, i + 1).join('.')}' ${words}`
+  }
+  return `${what} field '${path.join('.')}' ${rule(e, e.parentSchema as Json, { patterns: PATTERN_RULES, assignedFields: new Map() })}`
+}
+
+/** A check of one kind of line against `schema`, by the project's Ajv (int64 exact), compiled at first use. */
+function checker<T extends TSchema> (what: string, schema: T): (line: Line, o: Json) => Static<T> {
+  let validate: ValidateFunction | undefined
+  return (line, o) => {
+    if (ajv === undefined) {
+      ajv = createRequestAjv()
+      ajv.addFormat(UTC_TIME, { type: 'string', validate: (s: string) => ISO.test(s) && !Number.isNaN(Date.parse(s)) })
+    }
+    validate ??= ajv.compile(withInt64(schema))
+    if (validate(o)) return o as Static<T>
+    throw new TransferLineError(line.no, problem(what, schema, validate.errors![0]!))
+  }
+}
+
+const check = {
+  header: checker('the header', HeaderLine),
+  setting: checker('setting', SettingLine),
+  apiKey: checker('apiKey', ApiKeyLine),
+  apiKeyV1: checker('apiKey', ApiKeyLineV1),
+  pet: checker('pet', PetLine),
+  idempotencyKey: checker('idempotencyKey', IdempotencyKeyLine),
+  end: checker('the end line', EndLine)
+}
+
+/**
+ * Integers as numbers, BigInt past 2^53 (exact either way; the int64 keyword takes both). Any other
+ * spelling (1.5, 1e3) stays a LosslessNumber, which no field takes: the export writes none.
+ */
+const parseNumber = (text: string) => !isInteger(text) ? new LosslessNumber(text) : isSafeNumber(text) ? Number(text) : BigInt(text)
 
 function object (line: Line): Json {
   let value: unknown
@@ -37,141 +140,38 @@ function object (line: Line): Json {
   return value as Json
 }
 
-class Fields {
-  constructor (private readonly o: Json, private readonly no: number, private readonly what: string, allowed: readonly string[]) {
-    for (const key of Object.keys(o)) {
-      if (!allowed.includes(key)) throw this.error(`${what} has an unknown field '${key}' (allowed: ${allowed.join(', ')})`)
-    }
-  }
-
-  error (problem: string): TransferLineError { return new TransferLineError(this.no, problem) }
-
-  private get (name: string): unknown {
-    if (!Object.hasOwn(this.o, name)) throw this.error(`${this.what} lacks the field '${name}'`)
-    return this.o[name]
-  }
-
-  string (name: string, rule?: (s: string) => string | undefined): string {
-    const v = this.get(name)
-    if (typeof v !== 'string') throw this.error(`${this.what} field '${name}' must be a string`)
-    const broken = rule?.(v)
-    if (broken !== undefined) throw this.error(`${this.what} field '${name}' ${broken}`)
-    return v
-  }
-
-  int64 (name: string, min = INT64_MIN): bigint {
-    const v = this.get(name)
-    if (typeof v !== 'bigint' || v < min || v > INT64_MAX) throw this.error(`${this.what} field '${name}' must be an integer from ${min} to ${INT64_MAX}`)
-    return v
-  }
-
-  keyId (name: string): number {
-    const v = this.int64(name, 1n)
-    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw this.error(`${this.what} field '${name}' must be at most ${Number.MAX_SAFE_INTEGER}`)
-    return Number(v)
-  }
-
-  count (name: string): number {
-    return Number(this.int64(name, 0n))
-  }
-
-  /** A non-empty array of known scopes, each once, returned in catalogue order. */
-  scopes (name: string): Scope[] {
-    const v = this.get(name)
-    const list = Array.isArray(v) ? v as unknown[] : []
-    const known = list.filter((s): s is Scope => typeof s === 'string' && isScope(s))
-    if (list.length === 0 || known.length !== list.length || new Set(known).size !== known.length) {
-      throw this.error(`${this.what} field '${name}' must be a non-empty array of distinct scopes among ${ALL_SCOPES.join(', ')}`)
-    }
-    return ALL_SCOPES.filter(s => known.includes(s))
-  }
-
-  time (name: string, nullable: boolean): number | null {
-    const v = this.get(name)
-    if (v === null && nullable) return null
-    const ms = typeof v === 'string' && ISO.test(v) ? Date.parse(v) : NaN
-    if (Number.isNaN(ms)) throw this.error(`${this.what} field '${name}' must be a UTC time like 2026-01-31T12:00:00.000Z${nullable ? ' or null' : ''}`)
-    return ms
-  }
-}
-
-function petName (s: string): string | undefined {
-  let length = 0
-  for (const _ of s) length++ // code points, as the API counts them
-  if (length < 1 || length > NAME_MAX_LENGTH) return `must be 1 to ${NAME_MAX_LENGTH} characters long`
-  if (!/\S/u.test(s)) return 'must not be blank'
-  if (/\p{Cs}/u.test(s)) return 'must be well-formed Unicode (no lone surrogates)'
-  return undefined
-}
-
-// PostgreSQL text cannot hold U+0000; `petstore keys create` never makes such a name.
-const keyName = (s: string) => s.trim() === '' || s.length > 100 || s.includes('\u0000') ? 'must be 1 to 100 characters, not blank, without U+0000' : undefined
+const time = (s: string | null) => s === null ? null : Date.parse(s)
 
 export function parseHeader (line: Line): Header {
   const o = object(line)
   if (o.format !== FORMAT) throw new TransferLineError(line.no, `not a petstore export (the first line must be a header with "format":"${FORMAT}")`)
-  const version = typeof o.version === 'bigint' && READABLE_VERSIONS.includes(Number(o.version)) ? Number(o.version) : undefined
-  if (version === undefined) {
+  if (!READABLE_VERSIONS.includes(o.version)) {
     throw new TransferLineError(line.no, `format version ${String(o.version)} is not supported (this petstore reads versions ${READABLE_VERSIONS.join(' and ')})`)
   }
-  const f = new Fields(o, line.no, 'the header', ['format', 'version', 'source', 'exportedAt', 'counts'])
-  const source = f.string('source', s => s === 'sqlite' || s === 'postgres' ? undefined : 'must be sqlite or postgres') as Header['source']
-  const exportedAt = new Date(f.time('exportedAt', false)!).toISOString()
-  const c = o.counts
-  if (c === null || typeof c !== 'object' || Array.isArray(c)) throw f.error('the header field \'counts\' must be an object')
-  const cf = new Fields(c as Json, line.no, 'the header\'s counts', COUNT_NAMES)
-  const counts = { settings: cf.count('settings'), apiKeys: cf.count('apiKeys'), pets: cf.count('pets'), idempotencyKeys: cf.count('idempotencyKeys') }
-  return { format: FORMAT, version, source, exportedAt, counts }
+  return check.header(line, o)
 }
 
 function parseRecord (line: Line, o: Json, version: number): DataRecord {
-  const type = o.type
-  switch (type) {
-    case 'setting': {
-      const f = new Fields(o, line.no, 'setting', ['type', 'name', 'value'])
-      return { type, name: f.string('name', s => s === '' ? 'must not be empty' : undefined), value: f.string('value') }
-    }
+  switch (o.type) {
+    case 'setting': return check.setting(line, o)
     case 'apiKey': {
-      // Version 1 knew no scopes nor expiry: its keys could do everything, for ever.
-      const v1 = version === 1
-      const f = new Fields(o, line.no, 'apiKey', v1
-        ? ['type', 'id', 'name', 'hash', 'createdAt', 'lastUsedAt', 'revokedAt']
-        : ['type', 'id', 'name', 'hash', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt'])
+      const k = version === 1 ? { ...check.apiKeyV1(line, o), scopes: ALL_SCOPES, expiresAt: null } : check.apiKey(line, o)
       return {
-        type,
-        id: f.keyId('id'),
-        name: f.string('name', keyName),
-        hash: f.string('hash', s => HASH.test(s) ? undefined : 'must be a SHA-256 hash in 64 lowercase hex digits'),
-        scopes: v1 ? [...ALL_SCOPES] : f.scopes('scopes'),
-        createdAt: f.time('createdAt', false)!,
-        expiresAt: v1 ? null : f.time('expiresAt', true),
-        lastUsedAt: f.time('lastUsedAt', true),
-        revokedAt: f.time('revokedAt', true)
+        ...k,
+        scopes: ALL_SCOPES.filter(s => k.scopes.includes(s)),
+        createdAt: Date.parse(k.createdAt),
+        expiresAt: time(k.expiresAt),
+        lastUsedAt: time(k.lastUsedAt),
+        revokedAt: time(k.revokedAt)
       }
     }
-    case 'pet': {
-      const f = new Fields(o, line.no, 'pet', ['type', 'id', 'name', 'categoryId', 'status'])
-      return {
-        type,
-        id: f.int64('id'),
-        name: f.string('name', petName),
-        categoryId: f.int64('categoryId'),
-        status: f.string('status', s => STATUS_SET.has(s) ? undefined : `must be one of ${PET_STATUSES.join(', ')}`) as PetStatus
-      }
-    }
+    case 'pet': return check.pet(line, o)
     case 'idempotencyKey': {
-      const f = new Fields(o, line.no, 'idempotencyKey', ['type', 'apiKeyId', 'key', 'fingerprint', 'petId', 'createdAt'])
-      return {
-        type,
-        apiKeyId: f.keyId('apiKeyId'),
-        key: f.string('key', s => IDEM_KEY.test(s) ? undefined : 'must be 1 to 255 printable ASCII characters without spaces'),
-        fingerprint: f.string('fingerprint', s => HASH.test(s) ? undefined : 'must be a SHA-256 hash in 64 lowercase hex digits'),
-        petId: f.int64('petId'),
-        createdAt: f.time('createdAt', false)!
-      }
+      const k = check.idempotencyKey(line, o)
+      return { ...k, createdAt: Date.parse(k.createdAt) }
     }
     default:
-      throw new TransferLineError(line.no, `unknown record type ${JSON.stringify(type)} (expected setting, apiKey, pet, idempotencyKey or end)`)
+      throw new TransferLineError(line.no, `unknown record type ${JSON.stringify(o.type)} (expected setting, apiKey, pet, idempotencyKey or end)`)
   }
 }
 
@@ -203,27 +203,26 @@ export async function parseExport (lines: AsyncIterator<Line>): Promise<ParsedFi
       lastNo = line.no
       const o = object(line)
       if (o.type === 'end') {
-        const f = new Fields(o, line.no, 'the end line', ['type', 'petsSha256'])
-        const expected = f.string('petsSha256', s => HASH.test(s) ? undefined : 'must be a SHA-256 hash in 64 lowercase hex digits')
+        const expected = check.end(line, o).petsSha256
         for (const name of COUNT_NAMES) {
           if (seen[name] !== header.counts[name]) {
-            throw f.error(`the file holds ${seen[name]} ${name} records but its header announces ${header.counts[name]}`)
+            throw new TransferLineError(line.no, `the file holds ${seen[name]} ${name} records but its header announces ${header.counts[name]}`)
           }
         }
         const actual = digest.hex()
-        if (actual !== expected) throw f.error(`the pets checksum is ${actual}, not ${expected} as the end line says: the file was altered`)
+        if (actual !== expected) throw new TransferLineError(line.no, `the pets checksum is ${actual}, not ${expected} as the end line says: the file was altered`)
         const after = await lines.next()
         if (after.done !== true) throw new TransferLineError(after.value.no, 'nothing may follow the end line')
         verified = actual
         return
       }
       const record = parseRecord(line, o, header.version)
-      const s = SECTION[record.type]
+      const s = SECTIONS.indexOf(record.type)
       if (s < section) {
-        throw new TransferLineError(line.no, `a ${record.type} record after the ${SECTION_NAMES[section]} records (the order is setting, apiKey, pet, idempotencyKey)`)
+        throw new TransferLineError(line.no, `a ${record.type} record after the ${SECTIONS[section]} records (the order is ${SECTIONS.join(', ')})`)
       }
       section = s
-      const count = COUNT_OF[record.type]
+      const count = COUNT_NAMES[s]!
       if (++seen[count] > header.counts[count]) {
         throw new TransferLineError(line.no, `more ${count} records than the header announces (${header.counts[count]})`)
       }
