@@ -1,3 +1,10 @@
+/*
+ * The edge of HTTP that Node's parser and Fastify leave to the server: answers to what the parser
+ * refuses, the request-target forms, Host, CONNECT. Written here, not taken as Fastify's default
+ * clientErrorHandler, because that one answers at once, ahead of the answers still owed on the same
+ * connection: a create pipelined before the bad bytes would lose its 201 (test/edges/pipelining.test.ts
+ * fails with it), and its body is not the API's Error (test/edges/http-musts.test.ts).
+ */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse as Response } from 'node:http'
 import type { Socket } from 'node:net'

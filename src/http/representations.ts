@@ -130,7 +130,7 @@ const sizeOf = (rep: Representation): number =>
 /**
  * The read cache: finished getPet and listPets representations, least recently used first out,
  * bounded by READ_CACHE_MAX_MB (0: nothing is kept). Keep only what can never change: a found pet,
- * a full page the store calls final (services/pet-reads.ts).
+ * a full page the store calls final (services/pet-reads.ts, readPage).
  */
 export class ReadCache {
   private readonly cache: LRUCache<string, Representation> | undefined

@@ -1,5 +1,5 @@
 /*
- * The read cache (src/services/pet-reads.ts) rests on one property of every store: pet ids become
+ * The read cache (src/http/representations.ts) rests on one property of every store: pet ids become
  * visible in id order, database-wide. On PostgreSQL that is the pet insert lock's work
  * (PET_INSERT_LOCK_KEY): the first suite holds one instance's insert, its id drawn, before its
  * commit, and checks that another instance's create waits for it rather than committing a larger
