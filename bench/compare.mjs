@@ -55,9 +55,15 @@ const session = scratch('petstore-compare-', { wrap })
 const loadBefore = loadavg()
 const t0 = Date.now()
 
-/** Runs a command with its output on stderr (stdout is for the results); a failure stops the bench. */
+/**
+ * Runs a command with its output on stderr (stdout is for the results); a failure stops the bench.
+ * Without this checkout's node_modules/.bin on PATH (npm run puts it first): the ref's install and
+ * build choose their own Node through their own shim.
+ */
 function run (cmd, args, cwd) {
-  const r = spawnSync(cmd, args, { cwd, stdio: ['ignore', 2, 2] })
+  const ownBin = join(ROOT, 'node_modules', '.bin')
+  const PATH = (process.env.PATH ?? '').split(':').filter(d => d !== ownBin).join(':')
+  const r = spawnSync(cmd, args, { cwd, stdio: ['ignore', 2, 2], env: { ...process.env, PATH } })
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} (in ${cwd}) failed: ${r.status ?? r.signal}`)
 }
 

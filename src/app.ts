@@ -29,7 +29,7 @@ import { systemClock, type Clock } from './runtime/clock.js'
 export interface AppOptions {
   config: Readonly<Config>
   store: Store
-  /** The clock every time-based decision reads (runtime/clock.ts); tests inject one they move. */
+  /** The clock time-based decisions read (runtime/clock.ts): key expiry, the sunset, Idempotency-Key expiry; tests inject one they move. Rate windows are @fastify/rate-limit's own. */
   now?: Clock
   /** pino options or false; the entry file chooses, tests keep it quiet. */
   logger?: FastifyServerOptions['logger']

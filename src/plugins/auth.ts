@@ -37,7 +37,7 @@ function insufficientScope (scope: Scope, grant: KeyGrant): ApiError {
 }
 
 /**
- * The authentication policy, the first onRequest hook of the /v1 scope (routes/v1.ts): it decides
+ * The authentication policy, an onRequest hook of the /v1 scope after the opening 503 (routes/v1.ts): it decides
  * every request there (routes, 404/405, undecodable URLs) before its body is read.
  * 1. An address over its failed-authentication budget gets 429 without a store lookup, unless its
  *    key is one this instance verified valid (from memory): behind NAT or a proxy many clients share

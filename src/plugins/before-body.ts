@@ -87,22 +87,28 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
     done()
   })
 
-  app.addHook('preParsing', async (request, reply, payload) => {
-    if (unmetExpectation.has(request.raw)) throw new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
-    if (!BODY_METHODS.has(request.method) || !hasBody(request)) return payload
-    const codings = contentCodings(request)
-    if (codings.length > 0) {
-      throw new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`)
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    const problem = refusedFromHead(request)
+    if (problem !== undefined) {
+      done(problem)
+      return
     }
-    const length = Number(request.headers['content-length'])
-    if (length > request.routeOptions.bodyLimit) throw new ApiError('payload_too_large', 'request body is larger than the body limit')
-    if (awaitingContinue.has(request.raw)) {
-      const problem = headProblem(request)
-      if (problem !== undefined) throw problem
-      reply.raw.writeContinue()
-    }
-    return payload
+    if (awaitingContinue.has(request.raw) && BODY_METHODS.has(request.method) && hasBody(request)) reply.raw.writeContinue()
+    done(null, payload)
   })
+}
+
+/** The first of the refusals above that the request's head decides, if any. */
+function refusedFromHead (request: FastifyRequest): Error | undefined {
+  if (unmetExpectation.has(request.raw)) return new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
+  if (!BODY_METHODS.has(request.method) || !hasBody(request)) return undefined
+  const codings = contentCodings(request)
+  if (codings.length > 0) {
+    return new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`)
+  }
+  const length = Number(request.headers['content-length'])
+  if (length > request.routeOptions.bodyLimit) return new ApiError('payload_too_large', 'request body is larger than the body limit')
+  return awaitingContinue.has(request.raw) ? headProblem(request) : undefined
 }
 
 export default fp(beforeBody, { name: 'petstore-before-body', dependencies: ['petstore-errors'] })

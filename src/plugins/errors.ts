@@ -188,12 +188,15 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   // plugin registers after CORS (which leaves `*` alone: plugins/cors.ts), shutdown and overload
   // (app.ts), so their 503s come first.
   let serverMethods: string | undefined
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.url !== '*') return
-    if (request.method !== 'OPTIONS') throw new ApiError('bad_request', `the request target * is only for OPTIONS, not ${namedMethod(request)}`)
-    serverMethods ??= [...new Set([...methods, 'OPTIONS'])].sort().join(', ')
-    reply.code(204).header('allow', serverMethods).send()
-    return reply
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.url !== '*') {
+      done()
+    } else if (request.method !== 'OPTIONS') {
+      done(new ApiError('bad_request', `the request target * is only for OPTIONS, not ${namedMethod(request)}`))
+    } else {
+      serverMethods ??= [...new Set([...methods, 'OPTIONS'])].sort().join(', ')
+      reply.code(204).header('allow', serverMethods).send() // answered: the hooks end here
+    }
   })
 
   app.decorate('notFoundHandler', async (request: FastifyRequest, reply: FastifyReply) => sendError(reply, unrouted(request)))
@@ -204,10 +207,10 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   // A request no route takes is answered here too, 404 or 405, whatever its method and body: Fastify
   // would otherwise read, limit and parse the body of a not-found request (413, invalid_json, or its
   // own 400 for a QUERY without Content-Type) before the not-found handler runs.
-  app.addHook('preParsing', async (request, _reply, payload) => {
-    if (badUrls.has(request.raw)) throw new ApiError('invalid_parameter', BAD_URL_MESSAGE)
-    if (request.is404) throw unrouted(request)
-    return payload
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    if (badUrls.has(request.raw)) done(new ApiError('invalid_parameter', BAD_URL_MESSAGE))
+    else if (request.is404) done(unrouted(request))
+    else done(null, payload)
   })
 }
 

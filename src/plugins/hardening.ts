@@ -65,12 +65,11 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
  * responses in line on each connection kept for the clientError handler (client-errors.ts).
  */
 async function hardening (app: FastifyInstance): Promise<void> {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-content-type-options', NOSNIFF)
     const problem = edgeProblem(request.raw)
-    if (problem === undefined) return
-    reply.header('connection', 'close')
-    throw problem
+    if (problem !== undefined) reply.header('connection', 'close')
+    done(problem)
   })
   const onConnect = connectAsRequest(app)
   app.server.on('connect', onConnect)

@@ -294,10 +294,15 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
       reply.code(res.statusCode)
-      // No body: no Content-Length on a 304 (RFC 9110 §8.6), no made-up Content-Type on a redirect.
-      if (res.statusCode === 304 || res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)) {
+      // No body: no Content-Length on a 304 (RFC 9110 §8.6); an empty one, GET and HEAD alike, on a
+      // redirect (no made-up Content-Type).
+      if (res.statusCode === 304) {
         body.destroy()
         return reply.send(headNoBody(request))
+      }
+      if (res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)) {
+        body.destroy()
+        return reply.header('content-length', '0').send(headNoBody(request))
       }
       // The file's length, as @fastify/static gave it: the stream is not measured again (HEAD too).
       const length = res.headers['content-length']

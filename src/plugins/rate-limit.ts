@@ -30,7 +30,7 @@ const REFUSED = {
  * A Redis that cannot answer lets the request through, uncounted and without headers (availability
  * over strictness), and says so through `failed`.
  */
-function limit (app: FastifyInstance, name: 'key' | 'address', max: number, windowMs: number, keyGenerator: (req: FastifyRequest) => string, failed?: (err: unknown) => void, answered?: () => void): Limit {
+function limit (app: FastifyInstance, name: 'key' | 'address', max: number, windowMs: number, keyGenerator: (req: FastifyRequest) => string, failed?: (err: unknown, request: FastifyRequest) => void, answered?: () => void): Limit {
   if (max === 0) return async () => {}
   const policy = `"${name}";q=${max};w=${Math.ceil(windowMs / 1000)}`
   const check = app.createRateLimit({ max, timeWindow: windowMs, keyGenerator })
@@ -40,7 +40,7 @@ function limit (app: FastifyInstance, name: 'key' | 'address', max: number, wind
       r = await check(request, opts)
     } catch (err) {
       if (failed === undefined) throw err
-      failed(err)
+      failed(err, request)
       return
     }
     answered?.()
@@ -84,9 +84,13 @@ async function rateLimitPlugin (app: FastifyInstance, opts: { config: Readonly<C
   const redis = redisUrl !== undefined && (max > 0 || anonMax > 0) ? await connectRedis(app, redisUrl) : undefined
   await app.register(fastifyRateLimit, { global: false, timeWindow: windowMs, ...(redis === undefined ? {} : { redis, nameSpace: 'petstore:ratelimit:' }) })
   // Redis failing: one outage, logged when it goes, summarised while it stays away, and when it is back (outages.ts).
+  // Counted once per request: its later checks meet the same outage.
+  const reported = new WeakSet<FastifyRequest>()
   const failed = redis === undefined
     ? undefined
-    : (err: unknown) => {
+    : (err: unknown, request: FastifyRequest) => {
+        if (reported.has(request)) return
+        reported.add(request)
         app.metrics.storeErrors.inc({ store: 'redis' })
         app.outages.failed('redis', err, async () => await redis.ping())
       }

@@ -44,10 +44,13 @@ async function shutdown (app: FastifyInstance): Promise<void> {
     clearInterval(sweep)
     done()
   })
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) {
+      done()
+      return
+    }
     reply.header('connection', 'close')
-    throw new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' })
+    done(new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' }))
   })
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining || closing) reply.header('connection', 'close')

@@ -42,8 +42,8 @@ export interface V1Options {
 // (plugins/store-opening.ts), then the authentication policy (plugins/auth.ts).
 export default async function v1Routes (app: FastifyInstance, opts: V1Options): Promise<void> {
   const { config, store, now } = opts
-  app.addHook('onRequest', async () => {
-    if (app.storeOpening) throw new StoreOpeningError()
+  app.addHook('onRequest', (_request, _reply, done) => {
+    done(app.storeOpening ? new StoreOpeningError() : undefined)
   })
   app.addHook('onRequest', app.authenticate)
   app.addHook('onRoute', requireScope)

@@ -367,6 +367,9 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
     return rows.map(toPet)
   }
 
+  // Asked right after listPets returns (services/pet-reads.ts): `hidden` changes only in the group
+  // commit's own callbacks (a commit on its timer, a flush on the thread pool's completion), never
+  // inside the microtasks of the request that read, so the answer is about the rows that were read.
   pageIsFinal (afterId: bigint | null, lastId: bigint): boolean {
     const h = this.hidden
     return h === undefined || h.to <= (afterId ?? 0n) || h.from > lastId
