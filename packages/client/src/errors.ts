@@ -6,8 +6,8 @@
 export const ERROR_CODES = [
   'bad_request', 'validation_failed', 'invalid_parameter', 'invalid_json', 'unauthorized', 'key_expired', 'insufficient_scope', 'not_found',
   'method_not_allowed', 'request_timeout', 'idempotency_key_in_use', 'gone', 'precondition_failed', 'payload_too_large', 'uri_too_long',
-  'unsupported_media_type', 'expectation_failed', 'idempotency_key_reused', 'rate_limited', 'header_too_large',
-  'internal_error', 'not_implemented', 'service_unavailable', 'store_gone', 'outcome_unknown'
+  'unsupported_media_type', 'range_not_satisfiable', 'expectation_failed', 'idempotency_key_reused', 'rate_limited', 'header_too_large',
+  'internal_error', 'not_implemented', 'service_unavailable', 'store_gone', 'http_version_not_supported', 'outcome_unknown'
 ] as const
 /** A code of the catalogue this client knows, or `unexpected_response` when the answer was not an Error object (e.g. from a proxy). */
 export type KnownErrorCode = typeof ERROR_CODES[number] | 'unexpected_response'
