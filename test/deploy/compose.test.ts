@@ -119,6 +119,8 @@ describe('compose files', () => {
     await up(p, 'petstore')
     await healthy(p, 'petstore')
     const key = (await podman('exec', p.container('petstore'), 'cat', '/data/first-api-key.txt')).trim()
+    // The hint names the CLI as this file runs it (PETSTORE_CLI), not the image's default.
+    assert.match(await logs(p.container('petstore')), /No API keys existed.*Make more with: docker compose exec petstore petstore keys create --name NAME/)
     const created = await createPet(base, key, 'Composed')
     assert.equal(created.status, 201)
     const { id } = await created.json() as { id: number }
@@ -173,7 +175,7 @@ describe('compose files', () => {
     // The first start on the empty store (app1's) wrote the key to the shared volume; app2 made none.
     // Its log line names the CLI in the container's form.
     const key = (await podman('exec', p.container('app2'), 'cat', '/data/first-api-key.txt')).trim()
-    assert.match(await logs(p.container('app1')), /No API keys existed.*Make more with: docker exec <container> petstore keys create --name NAME/)
+    assert.match(await logs(p.container('app1')), /No API keys existed.*Make more with: docker compose -f compose.scale.yaml exec app1 petstore keys create --name NAME/)
     assert.doesNotMatch(await logs(p.container('app2')), /No API keys existed/)
     assert.match(await logs(p.container('app1')), /on pgbouncer:6432 as petstore/)
 
