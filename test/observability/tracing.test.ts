@@ -159,7 +159,9 @@ describe('OpenTelemetry tracing of the compiled server', () => {
     const key = await keyFor(databaseUrl)
     // Standard variables that do not turn tracing on by themselves, and an endpoint switched off.
     const off = await modulesAfterRequests({ DATABASE_URL: databaseUrl, KEY: key, OTEL_SERVICE_NAME: 'petstore-off', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })
-    assert.deepEqual(off, [])
+    // prom-client (the metrics) imports @opentelemetry/api itself, for exemplars: the API alone is a
+    // facade that does nothing without an SDK.
+    assert.deepEqual(off.filter(p => !p.includes('@opentelemetry/api/')), [])
     await new Promise(resolve => setTimeout(resolve, 500))
     assert.deepEqual(receiver.requests, [])
     // The same run with tracing on: the check sees the SDK, and the receiver its spans.
