@@ -4,7 +4,8 @@ import { PROJECT_ROOT, type Config, type DatabaseLocation } from '../config/inde
 import { describeFailure } from '../runtime/failure-lines.js'
 import { openStore, type Store } from '../store/index.js'
 import { describeLocation } from '../store/location.js'
-import { isNew } from '../store/sqlite/start-checks.js'
+// store-file.ts, not start-checks.ts: this module must not load the SQLite driver (a PostgreSQL CLI never does).
+import { isNew } from '../store/sqlite/store-file.js'
 import { loadCliConfig } from './config.js'
 import { CliError } from './exit.js'
 

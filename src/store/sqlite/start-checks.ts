@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { DescribedError } from '../../errors.js'
 
@@ -9,12 +9,6 @@ import { DescribedError } from '../../errors.js'
  */
 
 export const markerPath = (path: string): string => `${path}.store-id`
-
-/** No database at `path`: no file, or an empty one (SQLite would make a new database of it). */
-export function isNew (path: string): boolean {
-  const st = statSync(path, { throwIfNoEntry: false })
-  return st === undefined || st.size === 0
-}
 
 /**
  * For a `path` that isNew: a marker or a -wal there means a store was. `loading`: an import or copy

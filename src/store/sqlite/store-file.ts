@@ -111,6 +111,12 @@ export class StoreFile {
 }
 
 /** 0, SQLite's default application_id, is no store's. */
+/** No database at `path`: no file, or an empty one (SQLite would make a new database of it). */
+export function isNew (path: string): boolean {
+  const st = statSync(path, { throwIfNoEntry: false })
+  return st === undefined || st.size === 0
+}
+
 export function newStoreId (): number {
   return randomInt(1, 0x7fffffff)
 }

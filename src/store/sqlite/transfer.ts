@@ -9,7 +9,8 @@ import {
 } from '../transfer/records.js'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
-import { isNew, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError } from './start-checks.js'
+import { refuseForeignStore, refuseNewWhereDataWas, StoreMissingError } from './start-checks.js'
+import { isNew } from './store-file.js'
 
 const toIso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
