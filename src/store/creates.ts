@@ -4,9 +4,8 @@
  * before the batch commits: look up (idempotencyKeys), plan (planCreates), write, answer (createOutcomes).
  */
 import type { NewPet, Pet } from '../schemas/pets.js'
-import { GroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { type IdemRecord, storedPet } from './rows.js'
-import type { IdempotencyKey, IdempotentCreateResult } from './store.js'
+import type { IdempotencyKey } from './store.js'
 
 export interface CreateItem { pet: NewPet, idem?: IdempotencyKey }
 
@@ -73,28 +72,4 @@ export function createOutcomes (plan: CreatePlan, ids: bigint[]): CreateOutcome[
     if ('replayed' in a) return storedPet(ids[a.replayed]!, plan.pets[a.replayed]!)
     return a
   })
-}
-
-/** Group-commits submissions through `commit`; each caller gets its own result. */
-export class PetCreates {
-  private readonly batches: GroupCommit<CreateItem, CreateOutcome>
-
-  constructor (commit: (items: CreateItem[]) => Promise<CreateOutcome[]>, options?: GroupCommitOptions) {
-    this.batches = new GroupCommit(commit, options)
-  }
-
-  async create (pet: NewPet): Promise<Pet> {
-    return storedPet(await this.batches.submit({ pet }) as bigint, pet)
-  }
-
-  async createIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
-    const out = await this.batches.submit({ pet, idem })
-    if (out === null) return { outcome: 'mismatch' }
-    if (typeof out === 'bigint') return { outcome: 'created', pet: storedPet(out, pet) }
-    return { outcome: 'replayed', pet: out }
-  }
-
-  async drain (): Promise<void> {
-    await this.batches.drain()
-  }
 }

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+
 /**
  * Items submitted while a batch commits go together in the next, so one flush acknowledges many
  * writes. Each submitter's promise settles after its own batch committed or failed.
@@ -17,7 +19,7 @@ export class GroupCommit<In, Out> {
   private queue: Array<{ item: In, resolve: (v: Out) => void, reject: (e: unknown) => void }> = []
   private inFlight = false
   private lastStart = -Infinity
-  private endWait: (() => void) | undefined
+  private waiting: AbortController | undefined
   private readonly maxBatch: number
   private readonly minIntervalMs: number
   private readonly fullBatch: number
@@ -34,7 +36,7 @@ export class GroupCommit<In, Out> {
   submit (item: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
       this.queue.push({ item, resolve, reject })
-      if (this.queue.length >= this.fullBatch) this.endWait?.()
+      if (this.queue.length >= this.fullBatch) this.waiting?.abort()
       if (!this.inFlight) {
         this.inFlight = true
         // Let every request that arrived in this turn of the event loop join the batch.
@@ -53,14 +55,10 @@ export class GroupCommit<In, Out> {
     while (this.queue.length > 0) {
       const wait = this.lastStart + this.minIntervalMs - performance.now()
       if (wait > 0 && this.queue.length < this.fullBatch) {
-        await new Promise<void>(resolve => {
-          const timer = setTimeout(() => { this.endWait?.() }, Math.ceil(wait))
-          this.endWait = () => {
-            clearTimeout(timer)
-            this.endWait = undefined
-            resolve()
-          }
-        })
+        this.waiting = new AbortController()
+        // Aborted (a full batch waits): the batch starts at once.
+        await sleep(Math.ceil(wait), undefined, { signal: this.waiting.signal }).catch(() => {})
+        this.waiting = undefined
       }
       this.lastStart = performance.now()
       const batch = this.queue.splice(0, this.maxBatch)

@@ -1,6 +1,11 @@
+import type { NewPet, Pet } from '../schemas/pets.js'
 import { ALL_SCOPES, scopesText } from '../schemas/scopes.js'
-import { type KeyGrantRow, type KeyRow, toApiKey, toKeyGrant } from './rows.js'
-import type { ApiKeyGrant, ApiKeyRecord, ApiKeyRepository, NewApiKey, SettingRepository } from './store.js'
+import type { CreateItem, CreateOutcome } from './creates.js'
+import { GroupCommit, type GroupCommitOptions } from './group-commit.js'
+import { type KeyGrantRow, type KeyRow, storedPet, toApiKey, toKeyGrant } from './rows.js'
+import type {
+  ApiKeyGrant, ApiKeyRecord, ApiKeyRepository, IdempotencyKey, IdempotentCreateResult, NewApiKey, PetRepository, SettingRepository
+} from './store.js'
 
 /** What differs between the stores for keys and settings; each write is durable when it resolves. */
 export interface KeysAndSettingsSql {
@@ -18,8 +23,36 @@ export interface KeysAndSettingsSql {
   setting (name: string): Promise<string>
 }
 
-export abstract class KeysAndSettings implements ApiKeyRepository, SettingRepository {
+/**
+ * What both stores share above their SQL: pet creates group-committed through the store's
+ * commitCreates, each caller getting its own result; keys and settings through its `sql`.
+ */
+export abstract class SharedRepositories implements Pick<PetRepository, 'createPet' | 'createPetIdempotent'>, ApiKeyRepository, SettingRepository {
   protected abstract readonly sql: KeysAndSettingsSql
+  private readonly creates: GroupCommit<CreateItem, CreateOutcome>
+
+  constructor (createOptions?: GroupCommitOptions) {
+    this.creates = new GroupCommit(async (items) => await this.commitCreates(items), createOptions)
+  }
+
+  /** One batch, in a transaction that keeps every other pet insert out until it commits (see creates.ts). */
+  protected abstract commitCreates (items: CreateItem[]): Promise<CreateOutcome[]>
+
+  async createPet (pet: NewPet): Promise<Pet> {
+    return storedPet(await this.creates.submit({ pet }) as bigint, pet)
+  }
+
+  async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
+    const out = await this.creates.submit({ pet, idem })
+    if (out === null) return { outcome: 'mismatch' }
+    if (typeof out === 'bigint') return { outcome: 'created', pet: storedPet(out, pet) }
+    return { outcome: 'replayed', pet: out }
+  }
+
+  /** Resolves once every submitted create has settled. */
+  protected async drainCreates (): Promise<void> {
+    await this.creates.drain()
+  }
 
   async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
     return toApiKey(await this.sql.insertKey({

@@ -126,13 +126,18 @@ export class PgDatabase {
 
   /** A one-statement write; once sent, a failure the server did not confirm is OutcomeUnknownError. */
   async write<R extends pg.QueryResultRow = pg.QueryResultRow> (s: PgStatement): Promise<pg.QueryResult<R>> {
+    return await this.withClient(async (client) => await commitOutcome(async () => await this.runNamedOrNot<R>(async (q) => await client.query<R>(q), s)))
+  }
+
+  /** A pooled connection for `fn`; one it failed on is dropped, not reused. */
+  private async withClient<T> (fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     return await guard(async () => {
       const client = await this.pool.connect()
       let failed = true
       try {
-        const res = await commitOutcome(async () => await this.runNamedOrNot<R>(async (q) => await client.query<R>(q), s))
+        const out = await fn(client)
         failed = false
-        return res
+        return out
       } finally {
         client.release(failed)
       }
@@ -153,29 +158,20 @@ export class PgDatabase {
 
   /** Resolves once COMMIT returned, so once the commit is durable; any failure rolls it all back. */
   async transaction (statements: PgStatement[]): Promise<Array<pg.QueryResult<pg.QueryResultRow>>> {
-    return await guard(async () => {
-      const client = await this.pool.connect()
-      let failed = true
-      try {
-        const settled = await Promise.allSettled([
-          client.query(this.prologue),
-          ...statements.map(async s => await client.query(this.prepared(s))),
-          client.query('COMMIT')
-        ])
-        const rejected = settled.find(r => r.status === 'rejected')
-        if (rejected !== undefined) throw rejected.reason
-        failed = false
-        return settled.slice(1, -1).map(r => (r as PromiseFulfilledResult<pg.QueryResult>).value)
-      } finally {
-        client.release(failed)
-      }
+    return await this.withClient(async (client) => {
+      const settled = await Promise.allSettled([
+        client.query(this.prologue),
+        ...statements.map(async s => await client.query(this.prepared(s))),
+        client.query('COMMIT')
+      ])
+      const rejected = settled.find(r => r.status === 'rejected')
+      if (rejected !== undefined) throw rejected.reason
+      return settled.slice(1, -1).map(r => (r as PromiseFulfilledResult<pg.QueryResult>).value)
     })
   }
 
   async interactive<T> (fn: (query: PgQuery) => Promise<T>): Promise<T> {
-    return await guard(async () => {
-      const client = await this.pool.connect()
-      let failed = true
+    return await this.withClient(async (client) => {
       const begun = client.query(this.prologue).then(() => undefined, (err: unknown) => err)
       try {
         const out = await fn(async <R extends pg.QueryResultRow>(s: PgStatement) => await client.query<R>(this.prepared(s)))
@@ -183,13 +179,10 @@ export class PgDatabase {
         if (beginError !== undefined) throw beginError
         // Before COMMIT, any failure leaves nothing written; from here on only the server's answer tells.
         await commitOutcome(async () => await client.query('COMMIT'))
-        failed = false
         return out
       } catch (err) {
         if (err instanceof OutcomeUnknownError) throw err
         throw (await begun) ?? err
-      } finally {
-        client.release(failed)
       }
     })
   }
@@ -208,15 +201,14 @@ export function createMigrationClient (opts: PgConnectionOptions): pg.Client {
 /* SQLSTATE classes and codes meaning "cannot take this work now" (a retry may succeed). */
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58'])
 const UNAVAILABLE_CODES = new Set(['40001', '40P01', '55P03'])
-const SQLSTATE = /^[0-9A-Z]{5}$/
 
 export function isUnavailableError (err: unknown): boolean {
   if (err instanceof TypeError || err instanceof RangeError) return false
-  const code = (err as { code?: unknown } | null)?.code
-  if (typeof code === 'string' && SQLSTATE.test(code) && (err as { severity?: unknown }).severity !== undefined) {
+  if (err instanceof pg.DatabaseError) {
+    const code = err.code ?? ''
     return UNAVAILABLE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_CODES.has(code)
   }
-  // No SQLSTATE: a socket error, a timeout, or a connection that ended mid-query.
+  // Not the server's (or the pooler's) answer: a socket error, a timeout, or a connection that ended mid-query.
   return true
 }
 
@@ -228,10 +220,7 @@ const NEVER_SENT_BY_POOLER = /^(query_wait_timeout|pgbouncer cannot connect to s
  * connection or FATAL leaves it unknown: a statement queued to a stalled server still runs when it resumes.
  */
 function failedForSure (err: unknown): boolean {
-  const e = err as { code?: unknown, severity?: unknown, message?: unknown } | null
-  if (typeof e?.code !== 'string' || !SQLSTATE.test(e.code)) return false
-  if (e.severity === 'ERROR') return true
-  return typeof e.message === 'string' && NEVER_SENT_BY_POOLER.test(e.message)
+  return err instanceof pg.DatabaseError && (err.severity === 'ERROR' || NEVER_SENT_BY_POOLER.test(err.message))
 }
 
 async function commitOutcome<T> (fn: () => Promise<T>): Promise<T> {

@@ -1,8 +1,8 @@
 import type { NewPet, Pet } from '../../schemas/pets.js'
-import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, PetCreates, planCreates } from '../creates.js'
-import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
+import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, planCreates } from '../creates.js'
+import { type KeysAndSettingsSql, SharedRepositories } from '../repositories.js'
 import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toIdemRecord, toPet } from '../rows.js'
-import type { IdempotencyKey, IdempotentCreateResult, ListPetsParams, NamingStopped, PooledStore, PoolStats, StatementNaming, Store } from '../store.js'
+import type { ListPetsParams, NamingStopped, PooledStore, PoolStats, StatementNaming, Store } from '../store.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions, type PgStatement } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
@@ -50,11 +50,8 @@ export const PET_READS = {
   pageWithStatus: 'SELECT id, name, category_id, status FROM pets WHERE status = $3 AND id > $1::int8 ORDER BY id LIMIT $2'
 } as const
 
-export interface PostgresStoreOptions extends PgConnectionOptions {}
-
-export class PostgresStore extends KeysAndSettings implements Store, PooledStore, StatementNaming {
+export class PostgresStore extends SharedRepositories implements Store, PooledStore, StatementNaming {
   readonly kind = 'postgres' as const
-  private readonly creates: PetCreates
   private closed = false
 
   protected readonly sql: KeysAndSettingsSql
@@ -62,10 +59,9 @@ export class PostgresStore extends KeysAndSettings implements Store, PooledStore
   private constructor (private readonly db: PgDatabase, private readonly statementTimeoutMs: number) {
     super()
     this.sql = keysAndSettingsSql(db)
-    this.creates = new PetCreates(async (items) => await this.commitCreates(items))
   }
 
-  static async open (opts: PostgresStoreOptions): Promise<PostgresStore> {
+  static async open (opts: PgConnectionOptions): Promise<PostgresStore> {
     await PostgresStore.migrate(opts)
     const db = new PgDatabase(opts)
     try {
@@ -78,7 +74,7 @@ export class PostgresStore extends KeysAndSettings implements Store, PooledStore
   }
 
   /** Serialized across instances; a failure's message names the cause and the setting to look at. */
-  static async migrate (opts: PostgresStoreOptions): Promise<number[]> {
+  static async migrate (opts: PgConnectionOptions): Promise<number[]> {
     const client = createMigrationClient(opts)
     try {
       await client.connect()
@@ -94,7 +90,7 @@ export class PostgresStore extends KeysAndSettings implements Store, PooledStore
    * With Idempotency-Keys, the keys are looked up after the lock is taken, in a later statement whose
    * snapshot sees every record an earlier holder committed: racing instances create one pet.
    */
-  private async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
+  protected async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
     const keys = idempotencyKeys(items)
     if (keys.length === 0) {
       const plan = planCreates(items, new Map())
@@ -137,14 +133,6 @@ export class PostgresStore extends KeysAndSettings implements Store, PooledStore
       }
       return createOutcomes(plan, ids)
     })
-  }
-
-  async createPet (pet: NewPet): Promise<Pet> {
-    return await this.creates.create(pet)
-  }
-
-  async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
-    return await this.creates.createIdempotent(pet, idem)
   }
 
   async purgeIdempotencyKeys (before: Date): Promise<number> {
@@ -196,7 +184,7 @@ export class PostgresStore extends KeysAndSettings implements Store, PooledStore
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.creates.drain()
+    await this.drainCreates()
     await this.db.end()
   }
 }

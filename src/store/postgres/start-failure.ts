@@ -1,3 +1,4 @@
+import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.js'
 import { postgresTarget } from '../location.js'
 
@@ -25,10 +26,6 @@ export class PgSettingError extends Error {
     this.name = 'PgSettingError'
   }
 }
-
-interface PgLikeError { code?: unknown, severity?: unknown, message?: unknown }
-
-const SQLSTATE = /^[0-9A-Z]{5}$/
 
 /** Exact code first, then its class. */
 const BY_CODE: ReadonlyMap<string, string> = new Map([
@@ -68,17 +65,18 @@ const BY_ERRNO: ReadonlyMap<string, { cause: string, check: string }> = new Map(
 
 function explain (err: unknown, connectTimeoutMs: number): { cause: string, check: string } {
   if (err instanceof PgSettingError) return { cause: err.message, check: err.check }
-  const e = (err ?? {}) as PgLikeError
-  const code = typeof e.code === 'string' ? e.code : undefined
-  const text = typeof e.message === 'string' ? e.message : String(err)
-  if (code !== undefined && SQLSTATE.test(code) && e.severity !== undefined) {
+  if (err instanceof pg.DatabaseError) {
+    const code = err.code ?? ''
     return {
-      cause: `${String(e.severity)} ${code} ${text}`,
+      cause: `${String(err.severity)} ${code} ${err.message}`,
       check: BY_CODE.get(code) ??
-        (code === '08P01' ? BY_POOLER_TEXT.find(([re]) => re.test(text))?.[1] : undefined) ??
+        (code === '08P01' ? BY_POOLER_TEXT.find(([re]) => re.test(err.message))?.[1] : undefined) ??
         BY_CLASS.get(code.slice(0, 2)) ?? 'the server\'s log for this error'
     }
   }
+  const e = (err ?? {}) as { code?: unknown, message?: unknown }
+  const code = typeof e.code === 'string' ? e.code : undefined
+  const text = typeof e.message === 'string' ? e.message : String(err)
   const errno = code === undefined ? undefined : BY_ERRNO.get(code)
   if (errno !== undefined) return errno
   if (/timeout/i.test(text)) {

@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import { type StoreGoneError, StoreUnavailableError } from '../../errors.js'
 import type { SynchronousLevel } from './connection.js'
@@ -82,15 +83,10 @@ export class WorkerWriter {
   async ready (waitMs: number): Promise<void> {
     if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
     this.start()
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((resolve, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)), waitMs)
+    const late = once(AbortSignal.timeout(waitMs), 'abort').then(() => {
+      throw new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)
     })
-    try {
-      await Promise.race([this.up!.promise, late])
-    } finally {
-      clearTimeout(timer)
-    }
+    await Promise.race([this.up!.promise, late])
   }
 
   private settle (res: WriterResponse): void {

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { closeSync, constants, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 
@@ -11,7 +11,8 @@ const SYNC_VALUES: Record<SynchronousLevel, number> = { OFF: 0, NORMAL: 1, FULL:
 export function openSqlite (path: string, synchronous: SynchronousLevel, opts: { mustExist?: boolean } = {}): Database.Database {
   if (path !== ':memory:' && opts.mustExist !== true) {
     mkdirSync(dirname(path), { recursive: true })
-    createPrivate(path)
+    // 0600 unless it exists: SQLite would create it 0644, and gives -wal and -shm the database's mode.
+    closeSync(openSync(path, constants.O_RDONLY | constants.O_CREAT, 0o600))
   }
   const db = new Database(path, { fileMustExist: opts.mustExist === true })
   db.defaultSafeIntegers(true)
@@ -21,15 +22,6 @@ export function openSqlite (path: string, synchronous: SynchronousLevel, opts: {
   if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (journal_mode is ${String(mode)})`)
   setSynchronous(db, synchronous)
   return db
-}
-
-/** 0600 unless it exists: SQLite would create it 0644, and gives -wal and -shm the database's mode. */
-function createPrivate (path: string): void {
-  try {
-    closeSync(openSync(path, 'wx', 0o600))
-  } catch (err) {
-    if ((err as { code?: unknown }).code !== 'EEXIST') throw err
-  }
 }
 
 export function setSynchronous (db: Database.Database, synchronous: SynchronousLevel): void {

@@ -1,11 +1,11 @@
 import { closeSync, openSync, type Stats, statSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 import { OutcomeUnknownError, StoreGoneError, StoreOpeningError, StoreUnavailableError } from '../../errors.js'
-import type { NewPet, Pet } from '../../schemas/pets.js'
-import { type CreateItem, type CreateOutcome, PetCreates } from '../creates.js'
-import { KeysAndSettings, type KeysAndSettingsSql } from '../repositories.js'
+import type { Pet } from '../../schemas/pets.js'
+import type { CreateItem, CreateOutcome } from '../creates.js'
+import { type KeysAndSettingsSql, SharedRepositories } from '../repositories.js'
 import { KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toPet } from '../rows.js'
-import type { BackgroundWriter, GoneNotices, IdempotencyKey, IdempotentCreateResult, ListPetsParams, Store } from '../store.js'
+import type { BackgroundWriter, GoneNotices, ListPetsParams, Store } from '../store.js'
 import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
@@ -14,17 +14,7 @@ import { isMalformedError, MalformedStoreError, type Opener, refuseForeignStore,
 import { type Gone, isNew, newStoreId, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
-
-/** `malformed` is told of a failure that says the file is not a sound database. */
-function guard<T> (fn: () => T, malformed?: (err: unknown) => void): T {
-  try {
-    return fn()
-  } catch (err) {
-    if (isMalformedError(err)) malformed?.(err)
-    if (isUnavailableError(err)) throw new StoreUnavailableError('the database is unavailable', { cause: err })
-    throw err
-  }
-}
+import type { WriterOp } from './writer-worker.js'
 
 // How long a readiness check waits for a writer thread that is still booting.
 const WRITER_READY_WAIT_MS = 2000
@@ -48,9 +38,8 @@ const BUSY_RETRY_MS = 2
  * shown that a power loss could take back. Checkpoints and fire-and-forget writes run on a
  * background thread (writer-worker.ts).
  */
-export class SqliteStore extends KeysAndSettings implements Store, BackgroundWriter, GoneNotices {
+export class SqliteStore extends SharedRepositories implements Store, BackgroundWriter, GoneNotices {
   readonly kind = 'sqlite' as const
-  private readonly creates: PetCreates
   private readonly writes: SqliteWrites
   private readonly stmts
   private hidden: { from: bigint, to: bigint } | undefined
@@ -67,20 +56,11 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
     writer: { path: string, synchronous: SynchronousLevel } | undefined,
     private readonly wal: WalFlush | undefined
   ) {
-    super()
+    super(wal === undefined ? undefined : { minIntervalMs: FLUSH_INTERVAL_MS, fullBatch: FULL_BATCH })
     this.writer = writer === undefined || file === undefined
       ? undefined
       : new WorkerWriter(writer.path, writer.synchronous, { identity: file.identity, idAtOpen: file.idAtOpen }, (found) => this.becomeGone(found))
     this.writes = prepareWrites(db)
-    this.creates = new PetCreates(async (items) => await this.commitCreates(items),
-      wal === undefined ? undefined : { minIntervalMs: FLUSH_INTERVAL_MS, fullBatch: FULL_BATCH })
-    const worker = this.writer
-    this.purge = worker !== undefined
-      ? async (beforeMs) => await this.unlessGone(async () => await worker.run<number>({ op: 'purgeIdempotencyKeys', beforeMs }))
-      : async (beforeMs) => this.guard(() => this.writes.purgeIdempotencyKeys(beforeMs))
-    this.touch = worker !== undefined
-      ? async (entries) => { await this.unlessGone(async () => await worker.run({ op: 'touchApiKeys', entries })) }
-      : async (entries) => { this.guard(() => this.writes.touchApiKeys(entries)) }
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
       // The NOT BETWEEN skips the hidden batch (1 and 0, an empty range, when there is none).
@@ -102,7 +82,10 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
       keyByHash: async (hash) => this.guard(() => stmts.keyByHash.get(hash) as KeyGrantRow | undefined),
       listKeys: async () => this.guard(() => stmts.listKeys.all() as KeyRow[]),
       revokeKey: async (id, at) => (await this.writeNow(() => stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
-      touchKeys: async (usedAt) => { await this.touch([...usedAt].map(([id, at]) => [id, at.toISOString()])) },
+      touchKeys: async (usedAt) => {
+        const entries = [...usedAt].map(([id, at]): [number, string] => [id, at.toISOString()])
+        await this.inBackground({ op: 'touchApiKeys', entries }, (writes) => { writes.touchApiKeys(entries) })
+      },
       countKeys: async () => (this.guard(() => stmts.countKeys.get()) as { n: bigint }).n,
       insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => stmts.insertSetting.run(name, value)) },
       setting: async (name) => (this.guard(() => stmts.getSetting.get(name)) as { value: string }).value
@@ -111,16 +94,22 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
 
   protected readonly sql: KeysAndSettingsSql
 
-  private readonly touch: (entries: Array<[number, string]>) => Promise<void>
-  private readonly purge: (beforeMs: number) => Promise<number>
-
+  /** A failure that says the file is not a sound database makes the store gone. */
   private guard<T> (fn: () => T): T {
-    return guard(fn, (err) => this.becomeGone({ reason: 'malformed', what: `${this.file?.identity.path ?? 'the database'} reads as malformed (${String((err as { code?: unknown }).code)}: ${(err as Error).message})` }, err))
+    try {
+      return fn()
+    } catch (err) {
+      if (isMalformedError(err)) this.becomeGone({ reason: 'malformed', what: `${this.file?.identity.path ?? 'the database'} reads as malformed (${String((err as { code?: unknown }).code)}: ${(err as Error).message})` }, err)
+      if (isUnavailableError(err)) throw new StoreUnavailableError('the database is unavailable', { cause: err })
+      throw err
+    }
   }
 
-  private async unlessGone<T> (fn: () => Promise<T>): Promise<T> {
+  /** A write nobody waits for: on the background thread when there is one (a file), else here. */
+  private async inBackground<T> (op: WriterOp, here: (writes: SqliteWrites) => T): Promise<T> {
+    if (this.writer === undefined) return this.guard(() => here(this.writes))
     if (this.lost.gone !== undefined) throw this.lost.gone
-    return await fn()
+    return await this.writer.run<T>(op)
   }
 
   onGone (listener: GoneListener): void {
@@ -185,7 +174,7 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
   }
 
   /** A flush that fails leaves the batch hidden and the store refusing writes until restarted. */
-  private async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
+  protected async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
     const refused = this.writeRefused()
     if (refused !== undefined) throw refused
     const outcomes = await this.whenWriteLockFree(() => {
@@ -193,10 +182,7 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
       this.hideUntilFlushed(outcomes)
       return outcomes
     })
-    this.committed()
-    await this.flushed()
-    const gone = this.checkFile()
-    if (gone !== undefined) throw gone
+    await this.durable()
     this.hidden = undefined
     return outcomes
   }
@@ -208,20 +194,21 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
     if (ids.length > 0) this.hidden = { from: ids[0]!, to: ids[ids.length - 1]! }
   }
 
-  private committed (): void {
-    if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
-  }
-
   /** API keys and settings: not hidden, as nothing reads them before the caller has its answer. */
   private async writeNow<T> (write: () => T): Promise<T> {
     const failed = this.lost.gone ?? this.flushFailure()
     if (failed !== undefined) throw failed
     const result = await this.whenWriteLockFree(write)
-    this.committed()
+    await this.durable()
+    return result
+  }
+
+  /** After a commit: resolves once it is on the disk and the file at the path is still this store's. */
+  private async durable (): Promise<void> {
+    if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
     await this.flushed()
     const gone = this.checkFile()
     if (gone !== undefined) throw gone
-    return result
   }
 
   /** No busy handler on this connection (SQLite's would sleep on the event loop): retry here instead. */
@@ -271,10 +258,7 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
    * through WalFlush.
    */
   static async open (opts: SqliteStoreOptions, opener: Opener = 'command'): Promise<SqliteStore> {
-    const fresh = opts.path !== ':memory:' && isNew(opts.path)
-    if (fresh) refuseNewWhereDataWas(opts.path)
-    else if (opts.path !== ':memory:') refuseForeignStore(opts.path, opener)
-    return await SqliteStore.migrated(opts, openChecked(opts.path, opts.synchronous, !fresh))
+    return await SqliteStore.migrated(opts, openChecked(opts, opener))
   }
 
   /**
@@ -323,10 +307,7 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
   }
 
   static migrate (opts: SqliteStoreOptions): number[] {
-    const fresh = opts.path !== ':memory:' && isNew(opts.path)
-    if (fresh) refuseNewWhereDataWas(opts.path)
-    else if (opts.path !== ':memory:') refuseForeignStore(opts.path, 'command')
-    const db = openChecked(opts.path, opts.synchronous, !fresh)
+    const db = openChecked(opts, 'command')
     try {
       const versions = migrateSqlite(db)
       if (opts.path !== ':memory:') writeMarker(opts.path, ensureStoreId(db))
@@ -336,16 +317,9 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
     }
   }
 
-  async createPet (pet: NewPet): Promise<Pet> {
-    return await this.creates.create(pet)
-  }
-
-  async createPetIdempotent (pet: NewPet, idem: IdempotencyKey): Promise<IdempotentCreateResult> {
-    return await this.creates.createIdempotent(pet, idem)
-  }
-
   async purgeIdempotencyKeys (before: Date): Promise<number> {
-    return await this.purge(before.getTime())
+    const beforeMs = before.getTime()
+    return await this.inBackground({ op: 'purgeIdempotencyKeys', beforeMs }, (writes) => writes.purgeIdempotencyKeys(beforeMs))
   }
 
   // The ids of a batch committed but not yet flushed are hidden: a read shows them only once durable.
@@ -388,7 +362,7 @@ export class SqliteStore extends KeysAndSettings implements Store, BackgroundWri
   }
 
   async close (): Promise<void> {
-    await this.creates.drain()
+    await this.drainCreates()
     await this.lost.rescue
     await this.writer?.close()
     await this.wal?.close()
@@ -422,7 +396,11 @@ function openAsChecked (path: string, synchronous: SynchronousLevel, checked: St
   return db
 }
 
-function openChecked (path: string, synchronous: SynchronousLevel, check: boolean): Database.Database {
+/** Refused where a store was, or where another store is; an existing file must pass quick_check. */
+function openChecked ({ path, synchronous }: SqliteStoreOptions, opener: Opener): Database.Database {
+  const fresh = path !== ':memory:' && isNew(path)
+  if (fresh) refuseNewWhereDataWas(path)
+  else if (path !== ':memory:') refuseForeignStore(path, opener)
   let db: Database.Database
   try {
     db = openSqlite(path, synchronous)
@@ -431,7 +409,7 @@ function openChecked (path: string, synchronous: SynchronousLevel, check: boolea
     throw err
   }
   try {
-    if (check) refuseMalformed(db, path)
+    if (!fresh) refuseMalformed(db, path)
   } catch (err) {
     db.close()
     throw err

@@ -107,17 +107,15 @@ export class OpeningSqliteStore implements OpenedSqlite, Opening {
   async getOrCreateSetting (name: string, create: () => string): Promise<string> { return await this.now().getOrCreateSetting(name, create) }
   async ping (): Promise<void> { await this.now().ping() }
 
-  startWriter (): void {
+  /** Now when opened, else once it is (never if it is not). */
+  private whenOpened (fn: (store: OpenedSqlite) => void): void {
     const state = this.state
-    if (state.store !== undefined) state.store.startWriter()
-    else this.opened.then(() => { state.store?.startWriter() }, () => {})
+    if (state.store !== undefined) fn(state.store)
+    else this.opened.then(() => { if (state.store !== undefined) fn(state.store) }, () => {})
   }
 
-  onGone (listener: Parameters<GoneNotices['onGone']>[0]): void {
-    const state = this.state
-    if (state.store !== undefined) state.store.onGone(listener)
-    else this.opened.then(() => { state.store?.onGone(listener) }, () => {})
-  }
+  startWriter (): void { this.whenOpened((store) => { store.startWriter() }) }
+  onGone (listener: Parameters<GoneNotices['onGone']>[0]): void { this.whenOpened((store) => { store.onGone(listener) }) }
 
   /** During the check: kills it (a shutdown never waits for it). */
   async close (): Promise<void> {

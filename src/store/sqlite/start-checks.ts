@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { DescribedError } from '../../errors.js'
 
@@ -71,13 +71,7 @@ export function writeMarker (path: string, storeId: number): void {
   const marker = markerPath(path)
   const text = `${storeId}\n`
   if (existsSync(marker) && readFileSync(marker, 'utf8') === text) return
-  const fd = openSync(marker, 'w', 0o600)
-  try {
-    writeSync(fd, text)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
+  writeFileSync(marker, text, { mode: 0o600, flush: true })
 }
 
 /**
@@ -111,17 +105,11 @@ export function isMalformedError (err: unknown): boolean {
 }
 
 export class StoreMissingError extends DescribedError {
-  constructor (message: string) {
-    super(message)
-    this.name = 'StoreMissingError'
-  }
+  override name = 'StoreMissingError'
 }
 
 export class ForeignStoreError extends DescribedError {
-  constructor (message: string) {
-    super(message)
-    this.name = 'ForeignStoreError'
-  }
+  override name = 'ForeignStoreError'
 }
 
 export class MalformedStoreError extends DescribedError {
