@@ -42,13 +42,10 @@ export const toKeyGrant = (r: KeyGrantRow): ApiKeyGrant => ({
 })
 
 export const toApiKey = (r: KeyRow): ApiKeyRecord => ({
-  id: Number(r.id),
+  ...toKeyGrant(r),
   name: r.name,
-  scopes: parseScopesText(r.scopes),
   createdAt: toDate(r.created_at),
-  expiresAt: toDateOrNull(r.expires_at),
-  lastUsedAt: toDateOrNull(r.last_used_at),
-  revokedAt: toDateOrNull(r.revoked_at)
+  lastUsedAt: toDateOrNull(r.last_used_at)
 })
 
 /** The request validator has applied the status default. */

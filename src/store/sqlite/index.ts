@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto'
 import { closeSync, openSync, type Stats, statSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 import { OutcomeUnknownError, StoreGoneError, StoreOpeningError, StoreUnavailableError } from '../../errors.js'
@@ -11,7 +12,7 @@ import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type S
 import { migrateSqlite } from './migrations.js'
 import { checkInProcess, OpeningSqliteStore } from './opening.js'
 import { isMalformedError, MalformedStoreError, type Opener, refuseForeignStore, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
-import { type Gone, isNew, newStoreId, StoreFile } from './store-file.js'
+import { type Gone, isNew, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
 import type { WriterOp } from './writer-worker.js'
@@ -206,7 +207,12 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   /** After a commit: resolves once it is on the disk and the file at the path is still this store's. */
   private async durable (): Promise<void> {
     if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
-    await this.flushed()
+    try {
+      await this.wal?.flush()
+    } catch (err) {
+      // Committed to the WAL but not known to be on the disk: a restart may or may not recover it.
+      throw new OutcomeUnknownError('the database could not flush its write-ahead log to disk; restart the service', { cause: err })
+    }
     const gone = this.checkFile()
     if (gone !== undefined) throw gone
   }
@@ -233,16 +239,6 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   private flushFailure (): StoreUnavailableError | undefined {
     const failed = this.wal?.error
     return failed === undefined ? undefined : new StoreUnavailableError('the database could not flush its write-ahead log to disk; restart the service', { cause: failed })
-  }
-
-  private async flushed (): Promise<void> {
-    if (this.wal === undefined) return
-    try {
-      await this.wal.flush()
-    } catch (err) {
-      // Committed to the WAL but not known to be on the disk: a restart may or may not recover it.
-      throw new OutcomeUnknownError('the database could not flush its write-ahead log to disk; restart the service', { cause: err })
-    }
   }
 
   private checkpoint (): void {
@@ -421,7 +417,8 @@ function openChecked ({ path, synchronous }: SqliteStoreOptions, opener: Opener)
 function ensureStoreId (db: Database.Database): number {
   const id = Number(db.pragma('application_id', { simple: true }))
   if (id !== 0) return id
-  const made = newStoreId()
+  // 0, SQLite's default application_id, is no store's.
+  const made = randomInt(1, 0x7fffffff)
   db.pragma(`application_id = ${made}`)
   return made
 }

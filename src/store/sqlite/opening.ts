@@ -31,19 +31,15 @@ export interface CheckProcess {
 const isCheckResponse = (message: unknown): message is CheckResponse =>
   typeof message === 'object' && message !== null && typeof (message as { passed?: unknown }).passed === 'boolean'
 
-/** Under tsx (the sources), the process loads tsx first. */
-function checkProcess (path: string): ChildProcess {
-  const entry = sqliteEntry('check-worker')
-  const execArgv = entry.pathname.endsWith('.ts') ? [`--import=${pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href}`] : []
-  return fork(fileURLToPath(entry), [path], { execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' })
-}
-
 export function checkInProcess (path: string): CheckProcess {
   let settle!: { resolve: () => void, reject: (err: unknown) => void }
   const passed = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
+  const entry = sqliteEntry('check-worker')
+  // Under tsx (the sources), the process loads tsx first.
+  const execArgv = entry.pathname.endsWith('.ts') ? [`--import=${pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href}`] : []
   let child: ChildProcess
   try {
-    child = checkProcess(path)
+    child = fork(fileURLToPath(entry), [path], { execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' })
   } catch (err) {
     settle.reject(err)
     return { passed, stop: () => {} }

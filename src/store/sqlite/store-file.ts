@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto'
 import { closeSync, fstatSync, openSync, readSync, realpathSync, renameSync, statSync, type Stats } from 'node:fs'
 import type { StoreGoneReason } from '../../errors.js'
 
@@ -110,13 +109,8 @@ export class StoreFile {
   }
 }
 
-/** 0, SQLite's default application_id, is no store's. */
 /** No database at `path`: no file, or an empty one (SQLite would make a new database of it). */
 export function isNew (path: string): boolean {
   const st = statSync(path, { throwIfNoEntry: false })
   return st === undefined || st.size === 0
-}
-
-export function newStoreId (): number {
-  return randomInt(1, 0x7fffffff)
 }
