@@ -219,15 +219,11 @@ const NEVER_SENT_BY_POOLER = /^(query_wait_timeout|pgbouncer cannot connect to s
  * Only the server's ERROR or the pooler's "never sent" proves nothing committed. A timeout, lost
  * connection or FATAL leaves it unknown: a statement queued to a stalled server still runs when it resumes.
  */
-function failedForSure (err: unknown): boolean {
-  return err instanceof pg.DatabaseError && (err.severity === 'ERROR' || NEVER_SENT_BY_POOLER.test(err.message))
-}
-
 async function commitOutcome<T> (fn: () => Promise<T>): Promise<T> {
   try {
     return await fn()
   } catch (err) {
-    if (failedForSure(err)) throw err
+    if (err instanceof pg.DatabaseError && (err.severity === 'ERROR' || NEVER_SENT_BY_POOLER.test(err.message))) throw err
     throw new OutcomeUnknownError('the database did not confirm the commit', { cause: err })
   }
 }
