@@ -20,23 +20,16 @@ export class GroupCommit<In, Out> {
   private inFlight = false
   private lastStart = -Infinity
   private waiting: AbortController | undefined
-  private readonly maxBatch: number
-  private readonly minIntervalMs: number
-  private readonly fullBatch: number
+  private readonly opts: Required<GroupCommitOptions>
 
-  constructor (
-    private readonly commit: (items: In[]) => Promise<Out[]>,
-    { maxBatch = 1000, minIntervalMs = 0, fullBatch = Infinity }: GroupCommitOptions = {}
-  ) {
-    this.maxBatch = maxBatch
-    this.minIntervalMs = minIntervalMs
-    this.fullBatch = fullBatch
+  constructor (private readonly commit: (items: In[]) => Promise<Out[]>, options: GroupCommitOptions = {}) {
+    this.opts = { maxBatch: 1000, minIntervalMs: 0, fullBatch: Infinity, ...options }
   }
 
   submit (item: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
       this.queue.push({ item, resolve, reject })
-      if (this.queue.length >= this.fullBatch) this.waiting?.abort()
+      if (this.queue.length >= this.opts.fullBatch) this.waiting?.abort()
       if (!this.inFlight) {
         this.inFlight = true
         // Let every request that arrived in this turn of the event loop join the batch.
@@ -53,15 +46,15 @@ export class GroupCommit<In, Out> {
 
   private async flush (): Promise<void> {
     while (this.queue.length > 0) {
-      const wait = this.lastStart + this.minIntervalMs - performance.now()
-      if (wait > 0 && this.queue.length < this.fullBatch) {
+      const wait = this.lastStart + this.opts.minIntervalMs - performance.now()
+      if (wait > 0 && this.queue.length < this.opts.fullBatch) {
         this.waiting = new AbortController()
         // Aborted (a full batch waits): the batch starts at once.
         await sleep(Math.ceil(wait), undefined, { signal: this.waiting.signal }).catch(() => {})
         this.waiting = undefined
       }
       this.lastStart = performance.now()
-      const batch = this.queue.splice(0, this.maxBatch)
+      const batch = this.queue.splice(0, this.opts.maxBatch)
       try {
         const results = await this.commit(batch.map(b => b.item))
         for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!)
