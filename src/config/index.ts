@@ -146,12 +146,7 @@ export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation 
     return { kind: 'sqlite', path: resolve(cwd, path) }
   }
   if (/^postgres(ql)?:\/\//.test(value)) {
-    try {
-      // eslint-disable-next-line no-new
-      new URL(value)
-    } catch {
-      throw new ConfigError('DATABASE_URL: not a valid postgres:// URL')
-    }
+    if (!URL.canParse(value)) throw new ConfigError('DATABASE_URL: not a valid postgres:// URL')
     return { kind: 'postgres', url: value }
   }
   throw new ConfigError('DATABASE_URL: must start with sqlite: or postgres:// (got an unsupported scheme)')
@@ -159,12 +154,8 @@ export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation 
 
 function parseRedisUrl (value: string): string | undefined {
   if (value === '') return undefined
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw new ConfigError('REDIS_URL: not a valid URL; expected redis://[user:password@]host:port[/db]')
-  }
+  const url = URL.parse(value)
+  if (url === null) throw new ConfigError('REDIS_URL: not a valid URL; expected redis://[user:password@]host:port[/db]')
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
   return value
 }
@@ -188,12 +179,8 @@ function parseTrustProxy (value: string): string[] | false {
 function parseCorsOrigins (value: string): string[] {
   const items = parseList(value)
   for (const item of items) {
-    let ok = false
-    try {
-      const u = new URL(item)
-      ok = (u.protocol === 'https:' || u.protocol === 'http:') && u.origin === item
-    } catch {}
-    if (!ok) throw new ConfigError(`CORS_ORIGINS: '${item}' is not an origin such as https://app.example.com (scheme, host, optional port; no path or trailing slash)`)
+    const u = URL.parse(item)
+    if (u === null || (u.protocol !== 'https:' && u.protocol !== 'http:') || u.origin !== item) throw new ConfigError(`CORS_ORIGINS: '${item}' is not an origin such as https://app.example.com (scheme, host, optional port; no path or trailing slash)`)
   }
   return items
 }
@@ -207,12 +194,8 @@ function parseMetrics (port: string, host: string): Config['metrics'] {
 
 function parseBaseUrl (name: string, value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1, such as https://api.example.org/v1`)
-  }
+  const url = URL.parse(value)
+  if (url === null) throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1, such as https://api.example.org/v1`)
   if (!/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search !== '' || url.hash !== '') {
     throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1 (no trailing slash, query or fragment), such as https://api.example.org/v1`)
   }
@@ -313,7 +296,7 @@ function parseTracing (e: Env): Config['tracing'] {
 
 /** OTEL_PROPAGATORS as the specification reads it (empty is the default; none wins); only the W3C ones. */
 function parsePropagators (value: string | undefined): TracingConfig['propagators'] {
-  const names = (value ?? '').split(',').map(n => n.trim()).filter(n => n !== '')
+  const names = parseList(value ?? '')
   if (names.length === 0) return Object.freeze(['tracecontext', 'baggage'] as const)
   for (const n of names) {
     if (n !== 'tracecontext' && n !== 'baggage' && n !== 'none') throw new ConfigError(`OTEL_PROPAGATORS: ${JSON.stringify(n)} is not supported (tracecontext, baggage or none)`)
