@@ -52,7 +52,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
 
   // Process metrics only where they are served: they sample the event loop and observe GC.
   const metrics = new Metrics(store, { processMetrics: config.metrics !== undefined })
-  const log = openLog(config, undefined, tracing)
+  const log = openLog(config, tracing)
   metrics.watchLogLinesDropped(log.dropped)
   let app: FastifyInstance
   try {
@@ -65,6 +65,13 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     return cannotStart(err, config)
   }
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
+  /** A start-up failure once the app is built: both apps closed (the store with the API's), the log ended. */
+  const fail = async (err: unknown): Promise<never> => {
+    await metricsApp?.close().catch(() => {})
+    await app.close().catch(() => {})
+    await log.end()
+    return cannotStart(err, config)
+  }
 
   // The grace period covers the drain and then SHUTDOWN_TIMEOUT_MS for in-flight requests.
   onStopRequest({ delayMs: config.shutdownDrainMs + config.shutdownTimeoutMs, launcher: config.stopWithLauncher ? launcher : undefined, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, launcherExited, err }) => {
@@ -92,18 +99,14 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   try {
     url = await app.listen({ host: config.host, port: config.port })
   } catch (err) {
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(describeListenFailure(err, config.host, config.port))
+    return await fail(describeListenFailure(err, config.host, config.port))
   }
   try {
     await app.storeOpened()
   } catch (err) {
     // Closed during the check (SIGTERM): the shutdown goes on as asked.
     if (err instanceof StoreOpeningError) return
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(err, config)
+    return await fail(err)
   }
   app.log.info(isOpening(store) ? { storeOpenMs: Math.round(performance.now() - opening) } : {}, SERVING_LINE)
   // The SQLite checkpoint thread boots beside the first requests, not before them.
@@ -112,9 +115,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     // After listening, so the curl example names the real port.
     if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile, cli: config.cli }, app.log)
   } catch (err) {
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(err, config)
+    return await fail(err)
   }
   if (metricsApp !== undefined && config.metrics !== undefined) {
     const { host, port } = config.metrics
@@ -122,10 +123,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
       const at = await metricsApp.listen({ host, port })
       app.log.info({ url: `${at}/metrics` }, 'metrics listening')
     } catch (err) {
-      await metricsApp.close().catch(() => {})
-      await app.close().catch(() => {})
-      await log.end()
-      return cannotStart(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' }))
+      return await fail(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' }))
     }
   }
 }
