@@ -1,19 +1,13 @@
-import { existsSync } from 'node:fs'
+import { findPackageJSON } from 'node:module'
 import { isIP } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from 'typebox'
 import { checkEnv } from './env-check.js'
 
+const PACKAGE_JSON = findPackageJSON(import.meta.url)
 /** The project directory: the nearest folder above this module with a package.json (src/, dist/ and dist/chunks/ all lead there). */
-export const PROJECT_ROOT = projectRoot(dirname(fileURLToPath(import.meta.url)))
-
-function projectRoot (from: string): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return dir
-    if (dirname(dir) === dir) return resolve(from, '..')
-  }
-}
+export const PROJECT_ROOT = PACKAGE_JSON === undefined ? resolve(fileURLToPath(import.meta.url), '../..') : dirname(PACKAGE_JSON)
 const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 /** The largest BODY_LIMIT a deployment may set (petstore conformance sends one byte more to see 413). */
 export const LARGEST_BODY_LIMIT = 1048576

@@ -155,11 +155,7 @@ type InLine = { [inLine]?: Response[] }
  */
 export function trackResponse (request: IncomingMessage, res: Response): void {
   const socket = request.socket as Socket & InLine
-  let open = socket[inLine]
-  if (open === undefined) {
-    open = []
-    socket[inLine] = open
-  }
+  const open = (socket[inLine] ??= [])
   open.push(res)
   ;(res as Response & InLine)[inLine] = open
   res.on('close', forgetResponse)

@@ -57,14 +57,10 @@ function codeOf (err: unknown): string | undefined {
 export class Outages {
   private readonly down = new Map<Dependency, Outage>()
   private timer: NodeJS.Timeout | undefined
-  private readonly summaryEveryMs: number
-  private readonly quietMs: number
-  private readonly tickMs: number
+  private readonly opts: Required<OutageLogOptions>
 
-  constructor (private readonly log: FastifyBaseLogger, { summaryEveryMs = 5000, quietMs = 2000, tickMs = 1000 }: OutageLogOptions = {}) {
-    this.summaryEveryMs = summaryEveryMs
-    this.quietMs = quietMs
-    this.tickMs = tickMs
+  constructor (private readonly log: FastifyBaseLogger, opts: OutageLogOptions = {}) {
+    this.opts = { summaryEveryMs: 5000, quietMs: 2000, tickMs: 1000, ...opts }
   }
 
   /** `probe` is called while down (one at a time) to learn it is back when no request tells. */
@@ -83,9 +79,9 @@ export class Outages {
     }
     this.down.set(dependency, { since: now, failed: 1, failedSinceLine: 0, lastFailureAt: now, lastLineAt: now, lastOkAt: 0, cause, code, probe, probing: false })
     this.log[dependency === 'redis' ? 'warn' : 'error']({ dependency, cause, ...(code !== undefined ? { code } : {}) },
-      `${NAME[dependency]} is unavailable: ${MEANS[dependency]}; a summary follows at most every ${this.summaryEveryMs / 1000} s, and a line when it is back`)
+      `${NAME[dependency]} is unavailable: ${MEANS[dependency]}; a summary follows at most every ${this.opts.summaryEveryMs / 1000} s, and a line when it is back`)
     if (this.timer === undefined) {
-      this.timer = setInterval(() => { this.tick() }, this.tickMs)
+      this.timer = setInterval(() => { this.tick() }, this.opts.tickMs)
       this.timer.unref()
     }
   }
@@ -107,13 +103,13 @@ export class Outages {
   private tick (): void {
     const now = Date.now()
     for (const [dependency, o] of this.down) {
-      if (o.lastOkAt >= o.lastFailureAt && now - o.lastFailureAt >= this.quietMs) {
+      if (o.lastOkAt >= o.lastFailureAt && now - o.lastFailureAt >= this.opts.quietMs) {
         this.down.delete(dependency)
         this.log.info({ dependency, downForMs: o.lastOkAt - o.since, failed: o.failed },
           `${NAME[dependency]} is back after ${((o.lastOkAt - o.since) / 1000).toFixed(1)} s; ${o.failed} ${COUNTED[dependency]} meanwhile`)
         continue
       }
-      if (o.failedSinceLine > 0 && now - o.lastLineAt >= this.summaryEveryMs) {
+      if (o.failedSinceLine > 0 && now - o.lastLineAt >= this.opts.summaryEveryMs) {
         this.log.warn({ dependency, failed: o.failedSinceLine, inLastMs: now - o.lastLineAt, downForMs: now - o.since, cause: o.cause, ...(o.code !== undefined ? { code: o.code } : {}) },
           `${NAME[dependency]} is still unavailable: ${o.failedSinceLine} ${COUNTED[dependency]} in the last ${((now - o.lastLineAt) / 1000).toFixed(1)} s`)
         o.failedSinceLine = 0
