@@ -108,10 +108,7 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
     if (targetFormProblem(url) !== undefined) {
       raw.url = '/'
     } else {
-      const target = originFormOf(url)
-      const query = target.indexOf('?')
-      const path = query === -1 ? target : target.slice(0, query)
-      raw.url = path.replaceAll('%', '%25') + (query === -1 ? '' : target.slice(query))
+      raw.url = originFormOf(url).replace(/^[^?]*/, path => path.replaceAll('%', '%25'))
     }
     request.server.routing(raw, reply.raw)
     return
