@@ -8,11 +8,11 @@ import { openLog } from './logging/logger.js'
 import { buildMetricsApp, Metrics } from './observability/metrics.js'
 import { systemClock } from './runtime/clock.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
-import { startStore, type Store, type StoreOptions } from './store/index.js'
+import { startStore, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
 import { hasBackgroundWriter, isOpening } from './store/store.js'
 import { StoreOpeningError } from './errors.js'
-import { startTracing, type Tracing } from './observability/tracing.js'
+import { startTracing } from './observability/tracing.js'
 
 /**
  * The service's start: config → tracing → store → app → listen (API, and /metrics on its own port).
@@ -34,21 +34,11 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
 
   // Before the store: the database driver's instrumentation must patch it before it is loaded.
-  let tracing: Tracing | undefined
-  try {
-    tracing = await startTracing(config)
-  } catch (err) {
-    return cannotStart(err, config)
-  }
+  const tracing = await startTracing(config).catch((err: unknown) => cannotStart(err, config))
 
-  let store: Store
   const opening = performance.now()
-  try {
-    store = await startStore(config, storeOptions)
-    if (tracing !== undefined) store = tracing.traceStore(store)
-  } catch (err) {
-    return cannotStart(err, config)
-  }
+  let store = await startStore(config, storeOptions).catch((err: unknown) => cannotStart(err, config))
+  if (tracing !== undefined) store = tracing.traceStore(store)
 
   // Process metrics only where they are served: they sample the event loop and observe GC.
   const metrics = new Metrics(store, { processMetrics: config.metrics !== undefined })
