@@ -3,22 +3,12 @@ import { describeFailure } from '../runtime/failure-lines.js'
 
 export type Dependency = 'postgres' | 'sqlite' | 'redis'
 
-const NAME: Record<Dependency, string> = {
-  postgres: 'PostgreSQL (DATABASE_URL)',
-  sqlite: 'the SQLite database (DATABASE_URL)',
-  redis: 'the rate-limit Redis (REDIS_URL)'
-}
-
-const COUNTED: Record<Dependency, string> = {
-  postgres: 'requests failed on it',
-  sqlite: 'requests failed on it',
-  redis: 'requests went through uncounted'
-}
-
-const MEANS: Record<Dependency, string> = {
-  postgres: 'requests that need the store are answered 503',
-  sqlite: 'requests that need the store are answered 503',
-  redis: 'requests are let through without rate limits'
+/** How the lines name a dependency, count the requests its outage touched, and say what the outage means. */
+const STORE = { counted: 'requests failed on it', means: 'requests that need the store are answered 503' }
+const WORDS: Record<Dependency, { name: string, counted: string, means: string }> = {
+  postgres: { name: 'PostgreSQL (DATABASE_URL)', ...STORE },
+  sqlite: { name: 'the SQLite database (DATABASE_URL)', ...STORE },
+  redis: { name: 'the rate-limit Redis (REDIS_URL)', counted: 'requests went through uncounted', means: 'requests are let through without rate limits' }
 }
 
 export interface OutageLogOptions {
@@ -79,7 +69,7 @@ export class Outages {
     }
     this.down.set(dependency, { since: now, failed: 1, failedSinceLine: 0, lastFailureAt: now, lastLineAt: now, lastOkAt: 0, cause, code, probe, probing: false })
     this.log[dependency === 'redis' ? 'warn' : 'error']({ dependency, cause, ...(code !== undefined ? { code } : {}) },
-      `${NAME[dependency]} is unavailable: ${MEANS[dependency]}; a summary follows at most every ${this.opts.summaryEveryMs / 1000} s, and a line when it is back`)
+      `${WORDS[dependency].name} is unavailable: ${WORDS[dependency].means}; a summary follows at most every ${this.opts.summaryEveryMs / 1000} s, and a line when it is back`)
     if (this.timer === undefined) {
       this.timer = setInterval(() => { this.tick() }, this.opts.tickMs)
       this.timer.unref()
@@ -106,12 +96,12 @@ export class Outages {
       if (o.lastOkAt >= o.lastFailureAt && now - o.lastFailureAt >= this.opts.quietMs) {
         this.down.delete(dependency)
         this.log.info({ dependency, downForMs: o.lastOkAt - o.since, failed: o.failed },
-          `${NAME[dependency]} is back after ${((o.lastOkAt - o.since) / 1000).toFixed(1)} s; ${o.failed} ${COUNTED[dependency]} meanwhile`)
+          `${WORDS[dependency].name} is back after ${((o.lastOkAt - o.since) / 1000).toFixed(1)} s; ${o.failed} ${WORDS[dependency].counted} meanwhile`)
         continue
       }
       if (o.failedSinceLine > 0 && now - o.lastLineAt >= this.opts.summaryEveryMs) {
         this.log.warn({ dependency, failed: o.failedSinceLine, inLastMs: now - o.lastLineAt, downForMs: now - o.since, cause: o.cause, ...(o.code !== undefined ? { code: o.code } : {}) },
-          `${NAME[dependency]} is still unavailable: ${o.failedSinceLine} ${COUNTED[dependency]} in the last ${((now - o.lastLineAt) / 1000).toFixed(1)} s`)
+          `${WORDS[dependency].name} is still unavailable: ${o.failedSinceLine} ${WORDS[dependency].counted} in the last ${((now - o.lastLineAt) / 1000).toFixed(1)} s`)
         o.failedSinceLine = 0
         o.lastLineAt = now
       }
