@@ -133,11 +133,7 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   const outages = new Outages(app.log)
   app.decorate('outages', outages)
   app.decorateRequest('failure', null)
-  app.addHook('onClose', (_app, done) => {
-    outages.close()
-    done()
-  })
-  const ping = async (): Promise<void> => { await opts.store.ping() }
+  app.addHook('onClose', async () => { outages.close() })
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const error = toApiError(err)
     // An ApiError is an answer the service chose (501 for the unspecified orders route, 503 while
@@ -151,7 +147,7 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
       app.metrics.storeErrors.inc({ store: opts.store.kind })
     } else if (err instanceof StoreUnavailableError) {
       app.metrics.storeErrors.inc({ store: opts.store.kind })
-      outages.failed(opts.store.kind, err, ping)
+      outages.failed(opts.store.kind, err, async () => await opts.store.ping())
     } else if (error.statusCode >= 500 && !(err instanceof ApiError)) {
       request.log.error({ err }, 'request failed')
     }
