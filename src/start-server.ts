@@ -85,12 +85,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await log.end()
   })
 
-  let url: string
-  try {
-    url = await app.listen({ host: config.host, port: config.port })
-  } catch (err) {
-    return await fail(describeListenFailure(err, config.host, config.port))
-  }
+  const url = await app.listen({ host: config.host, port: config.port }).catch(async (err: unknown) => await fail(describeListenFailure(err, config.host, config.port)))
   try {
     await app.storeOpened()
   } catch (err) {
@@ -109,12 +104,8 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
   if (metricsApp !== undefined && config.metrics !== undefined) {
     const { host, port } = config.metrics
-    try {
-      const at = await metricsApp.listen({ host, port })
-      app.log.info({ url: `${at}/metrics` }, 'metrics listening')
-    } catch (err) {
-      return await fail(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' }))
-    }
+    const at = await metricsApp.listen({ host, port }).catch(async (err: unknown) => await fail(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' })))
+    app.log.info({ url: `${at}/metrics` }, 'metrics listening')
   }
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { describeFailure } from '../runtime/failure-lines.js'
+import { describeFailure, errorChain } from '../runtime/failure-lines.js'
 
 export type Dependency = 'postgres' | 'sqlite' | 'redis'
 
@@ -31,14 +31,6 @@ interface Outage {
   probing: boolean
 }
 
-function codeOf (err: unknown): string | undefined {
-  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string') return code
-  }
-  return undefined
-}
-
 /**
  * Logs a dependency outage instead of a line and stack per failed request: one line when it goes, at
  * most one summary every summaryEveryMs, one when it is back. A dependency that answers some requests
@@ -57,7 +49,7 @@ export class Outages {
   failed (dependency: Dependency, err: unknown, probe?: () => Promise<unknown>): void {
     const now = Date.now()
     const cause = describeFailure(err)
-    const code = codeOf(err)
+    const code = errorChain(err).find(e => typeof e.code === 'string')?.code as string | undefined
     const o = this.down.get(dependency)
     if (o !== undefined) {
       o.failed++
