@@ -48,8 +48,6 @@ export function toApiError (err: FastifyError | Error): ApiError {
       return new ApiError('unsupported_media_type', 'request body must be application/json')
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('payload_too_large', 'request body is larger than the body limit')
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ApiError('validation_failed', 'request body is required: a JSON object with name and categoryId')
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('invalid_parameter', 'Content-Length does not match the body')
     case 'FST_ERR_BAD_URL':
