@@ -8,11 +8,11 @@ import { openLog } from './logging/logger.js'
 import { buildMetricsApp, Metrics } from './observability/metrics.js'
 import { systemClock } from './runtime/clock.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
-import { startStore, type Store, type StoreOptions } from './store/index.js'
+import { startStore, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
 import { hasBackgroundWriter, isOpening } from './store/store.js'
 import { StoreOpeningError } from './errors.js'
-import { startTracing, type Tracing } from './observability/tracing.js'
+import { startTracing } from './observability/tracing.js'
 
 /**
  * The service's start: config → tracing → store → app → listen (API, and /metrics on its own port).
@@ -34,25 +34,15 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   }
 
   // Before the store: the database driver's instrumentation must patch it before it is loaded.
-  let tracing: Tracing | undefined
-  try {
-    tracing = await startTracing(config)
-  } catch (err) {
-    return cannotStart(err, config)
-  }
+  const tracing = await startTracing(config).catch((err: unknown) => cannotStart(err, config))
 
-  let store: Store
   const opening = performance.now()
-  try {
-    store = await startStore(config, storeOptions)
-    if (tracing !== undefined) store = tracing.traceStore(store)
-  } catch (err) {
-    return cannotStart(err, config)
-  }
+  let store = await startStore(config, storeOptions).catch((err: unknown) => cannotStart(err, config))
+  if (tracing !== undefined) store = tracing.traceStore(store)
 
   // Process metrics only where they are served: they sample the event loop and observe GC.
   const metrics = new Metrics(store, { processMetrics: config.metrics !== undefined })
-  const log = openLog(config, undefined, tracing)
+  const log = openLog(config, tracing)
   metrics.watchLogLinesDropped(log.dropped)
   let app: FastifyInstance
   try {
@@ -65,6 +55,13 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     return cannotStart(err, config)
   }
   const metricsApp = config.metrics === undefined ? undefined : buildMetricsApp(metrics)
+  /** A start-up failure once the app is built: both apps closed (the store with the API's), the log ended. */
+  const fail = async (err: unknown): Promise<never> => {
+    await metricsApp?.close().catch(() => {})
+    await app.close().catch(() => {})
+    await log.end()
+    return cannotStart(err, config)
+  }
 
   // The grace period covers the drain and then SHUTDOWN_TIMEOUT_MS for in-flight requests.
   onStopRequest({ delayMs: config.shutdownDrainMs + config.shutdownTimeoutMs, launcher: config.stopWithLauncher ? launcher : undefined, logger: { error: (m: unknown) => app.log.error(m) } }, async ({ signal, launcherExited, err }) => {
@@ -88,22 +85,13 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     await log.end()
   })
 
-  let url: string
-  try {
-    url = await app.listen({ host: config.host, port: config.port })
-  } catch (err) {
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(describeListenFailure(err, config.host, config.port))
-  }
+  const url = await app.listen({ host: config.host, port: config.port }).catch(async (err: unknown) => await fail(describeListenFailure(err, config.host, config.port)))
   try {
     await app.storeOpened()
   } catch (err) {
     // Closed during the check (SIGTERM): the shutdown goes on as asked.
     if (err instanceof StoreOpeningError) return
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(err, config)
+    return await fail(err)
   }
   app.log.info(isOpening(store) ? { storeOpenMs: Math.round(performance.now() - opening) } : {}, SERVING_LINE)
   // The SQLite checkpoint thread boots beside the first requests, not before them.
@@ -112,21 +100,12 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
     // After listening, so the curl example names the real port.
     if (await store.countApiKeys() === 0) await handOutFirstKey(store, { url, firstKeyFile: config.firstKeyFile, cli: config.cli }, app.log)
   } catch (err) {
-    await app.close().catch(() => {})
-    await log.end()
-    return cannotStart(err, config)
+    return await fail(err)
   }
   if (metricsApp !== undefined && config.metrics !== undefined) {
     const { host, port } = config.metrics
-    try {
-      const at = await metricsApp.listen({ host, port })
-      app.log.info({ url: `${at}/metrics` }, 'metrics listening')
-    } catch (err) {
-      await metricsApp.close().catch(() => {})
-      await app.close().catch(() => {})
-      await log.end()
-      return cannotStart(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' }))
-    }
+    const at = await metricsApp.listen({ host, port }).catch(async (err: unknown) => await fail(describeListenFailure(err, host, port, { host: 'METRICS_HOST', port: 'METRICS_PORT' })))
+    app.log.info({ url: `${at}/metrics` }, 'metrics listening')
   }
 }
 

@@ -1,19 +1,13 @@
-import { existsSync } from 'node:fs'
+import { findPackageJSON } from 'node:module'
 import { isIP } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from 'typebox'
 import { checkEnv } from './env-check.js'
 
+const PACKAGE_JSON = findPackageJSON(import.meta.url)
 /** The project directory: the nearest folder above this module with a package.json (src/, dist/ and dist/chunks/ all lead there). */
-export const PROJECT_ROOT = projectRoot(dirname(fileURLToPath(import.meta.url)))
-
-function projectRoot (from: string): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return dir
-    if (dirname(dir) === dir) return resolve(from, '..')
-  }
-}
+export const PROJECT_ROOT = PACKAGE_JSON === undefined ? resolve(fileURLToPath(import.meta.url), '../..') : dirname(PACKAGE_JSON)
 const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 /** The largest BODY_LIMIT a deployment may set (petstore conformance sends one byte more to see 413). */
 export const LARGEST_BODY_LIMIT = 1048576
@@ -72,54 +66,8 @@ export type DatabaseLocation =
   | { kind: 'sqlite', path: string } // path is absolute, or ':memory:'
   | { kind: 'postgres', url: string }
 
-export interface Config {
-  host: string
-  port: number
-  database: DatabaseLocation
-  /** DATABASE_URL was unset: the database is the project's own data/petstore.db. */
-  databaseIsDefault: boolean
-  logLevel: string
-  logFormat: 'auto' | 'json' | 'pretty'
-  /** Absolute path of the first-start key file (used when stderr is not a terminal). */
-  firstKeyFile: string
-  /** The command the start-up messages give for the CLI (PETSTORE_CLI): this install's `bin/petstore`, or the form its deployment sets. */
-  cli: string
-  /** Colours welcome: NO_COLOR unset or empty. */
-  color: boolean
-  bodyLimit: number
-  keyCacheTtlMs: number
-  pgPoolMax: number
-  pgStatementTimeoutMs: number
-  pgConnectTimeoutMs: number
-  pgPreparedStatements: 'auto' | 'on' | 'off'
-  requestTimeoutMs: number
-  keepAliveTimeoutMs: number
-  shutdownTimeoutMs: number
-  /** SIGTERM: readiness 503 for this long, still serving, before closing (rolling restart). */
-  shutdownDrainMs: number
-  /** Old names the environment used, each with the name it now has (logged at start). */
-  renamedSettings: ReadonlyArray<readonly [string, string]>
-  /**
-   * Started by npm (`npm start`, `npm run dev`, `npx petstore serve`: npm sets npm_lifecycle_event):
-   * the end of the process that launched it stops the server as SIGTERM does (src/runtime/stop-signals.ts).
-   */
-  stopWithLauncher: boolean
-  headersTimeoutMs: number
-  rateLimit: { max: number, anonMax: number, windowMs: number }
-  redisUrl: string | undefined
-  trustProxy: string[] | false
-  eventLoopMaxDelayMs: number
-  /** undefined: no metrics listener. */
-  metrics: { port: number, host: string } | undefined
-  corsOrigins: string[]
-  idempotencyTtlMs: number
-  readCacheMaxBytes: number
-  /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers; undefined when unset. */
-  publicBaseUrl: string | undefined
-  stagingBaseUrl: string | undefined
-  /** OpenTelemetry tracing (tracing.ts); undefined: off, and the SDK never loaded. */
-  tracing: TracingConfig | undefined
-}
+/** The configuration: what loadConfig returns, each field documented where it is read. */
+export type Config = ReturnType<typeof loadConfig>
 
 /** What the service decides of tracing; the SDK and the exporter read the other OTEL_* variables themselves. */
 export interface TracingConfig {
@@ -146,12 +94,7 @@ export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation 
     return { kind: 'sqlite', path: resolve(cwd, path) }
   }
   if (/^postgres(ql)?:\/\//.test(value)) {
-    try {
-      // eslint-disable-next-line no-new
-      new URL(value)
-    } catch {
-      throw new ConfigError('DATABASE_URL: not a valid postgres:// URL')
-    }
+    if (!URL.canParse(value)) throw new ConfigError('DATABASE_URL: not a valid postgres:// URL')
     return { kind: 'postgres', url: value }
   }
   throw new ConfigError('DATABASE_URL: must start with sqlite: or postgres:// (got an unsupported scheme)')
@@ -159,12 +102,8 @@ export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation 
 
 function parseRedisUrl (value: string): string | undefined {
   if (value === '') return undefined
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw new ConfigError('REDIS_URL: not a valid URL; expected redis://[user:password@]host:port[/db]')
-  }
+  const url = URL.parse(value)
+  if (url === null) throw new ConfigError('REDIS_URL: not a valid URL; expected redis://[user:password@]host:port[/db]')
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
   return value
 }
@@ -188,17 +127,13 @@ function parseTrustProxy (value: string): string[] | false {
 function parseCorsOrigins (value: string): string[] {
   const items = parseList(value)
   for (const item of items) {
-    let ok = false
-    try {
-      const u = new URL(item)
-      ok = (u.protocol === 'https:' || u.protocol === 'http:') && u.origin === item
-    } catch {}
-    if (!ok) throw new ConfigError(`CORS_ORIGINS: '${item}' is not an origin such as https://app.example.com (scheme, host, optional port; no path or trailing slash)`)
+    const u = URL.parse(item)
+    if (u === null || (u.protocol !== 'https:' && u.protocol !== 'http:') || u.origin !== item) throw new ConfigError(`CORS_ORIGINS: '${item}' is not an origin such as https://app.example.com (scheme, host, optional port; no path or trailing slash)`)
   }
   return items
 }
 
-function parseMetrics (port: string, host: string): Config['metrics'] {
+function parseMetrics (port: string, host: string): { port: number, host: string } | undefined {
   if (port === 'off') return undefined
   const n = Number(port)
   if (n > 65535) throw new ConfigError('METRICS_PORT: must be a port from 0 to 65535, or off')
@@ -207,12 +142,8 @@ function parseMetrics (port: string, host: string): Config['metrics'] {
 
 function parseBaseUrl (name: string, value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1, such as https://api.example.org/v1`)
-  }
+  const url = URL.parse(value)
+  if (url === null) throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1, such as https://api.example.org/v1`)
   if (!/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search !== '' || url.hash !== '') {
     throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1 (no trailing slash, query or fragment), such as https://api.example.org/v1`)
   }
@@ -245,7 +176,7 @@ function withRenamedSettings (env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv,
 }
 
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
-export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Readonly<Config> {
+export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()) {
   const { env, renamedSettings } = withRenamedSettings(given)
   const { values, errors } = checkEnv(EnvSchema, env)
   if (errors.length > 0) {
@@ -261,35 +192,48 @@ export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string 
     host: e.HOST,
     port: e.PORT,
     database,
+    /** DATABASE_URL was unset: the database is the project's own data/petstore.db. */
     databaseIsDefault: env.DATABASE_URL === undefined,
     logLevel: e.LOG_LEVEL,
-    logFormat: e.LOG_FORMAT as Config['logFormat'],
+    logFormat: e.LOG_FORMAT as 'auto' | 'json' | 'pretty',
+    /** Absolute path of the first-start key file (used when stderr is not a terminal). */
     firstKeyFile: firstKeyFile(e.FIRST_KEY_FILE, database, cwd),
+    /** The command the start-up messages give for the CLI (PETSTORE_CLI): this install's `bin/petstore`, or the form its deployment sets. */
     cli: e.PETSTORE_CLI ?? (resolve(cwd) === PROJECT_ROOT ? 'bin/petstore' : join(PROJECT_ROOT, 'bin', 'petstore')),
+    /** Colours welcome: NO_COLOR unset or empty. */
     color: e.NO_COLOR === undefined || e.NO_COLOR === '',
     bodyLimit: e.BODY_LIMIT,
     keyCacheTtlMs: e.KEY_CACHE_TTL_MS,
     pgPoolMax: e.PG_POOL_MAX,
     pgStatementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
     pgConnectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
-    pgPreparedStatements: e.PG_PREPARED_STATEMENTS as Config['pgPreparedStatements'],
+    pgPreparedStatements: e.PG_PREPARED_STATEMENTS as 'auto' | 'on' | 'off',
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    /** SIGTERM: readiness 503 for this long, still serving, before closing (rolling restart). */
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    /** Old names the environment used, each with the name it now has (logged at start). */
     renamedSettings,
+    /**
+     * Started by npm (`npm start`, `npm run dev`, `npx petstore serve`: npm sets npm_lifecycle_event):
+     * the end of the process that launched it stops the server as SIGTERM does (src/runtime/stop-signals.ts).
+     */
     stopWithLauncher: env.npm_lifecycle_event !== undefined,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     rateLimit: Object.freeze({ max: e.RATE_LIMIT_MAX, anonMax: e.RATE_LIMIT_ANON_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS }),
     redisUrl: parseRedisUrl(e.REDIS_URL),
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     eventLoopMaxDelayMs: e.EVENT_LOOP_MAX_DELAY_MS,
+    /** undefined: no metrics listener. */
     metrics: parseMetrics(e.METRICS_PORT, e.METRICS_HOST),
     corsOrigins: parseCorsOrigins(e.CORS_ORIGINS),
     idempotencyTtlMs: e.IDEMPOTENCY_TTL_HOURS * 3600000,
     readCacheMaxBytes: e.READ_CACHE_MAX_MB * 1048576,
+    /** Base addresses (each ending in /v1, no trailing slash) listed as the document's servers; undefined when unset. */
     publicBaseUrl: parseBaseUrl('PUBLIC_BASE_URL', e.PUBLIC_BASE_URL),
     stagingBaseUrl: parseBaseUrl('STAGING_BASE_URL', e.STAGING_BASE_URL),
+    /** OpenTelemetry tracing (tracing.ts); undefined: off, and the SDK never loaded. */
     tracing: parseTracing(e)
   })
 }
@@ -299,7 +243,7 @@ export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string 
  * OTEL_TRACES_EXPORTER=otlp; OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turn it off. The
  * service name defaults to petstore, unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES name one.
  */
-function parseTracing (e: Env): Config['tracing'] {
+function parseTracing (e: Env): TracingConfig | undefined {
   if (e.OTEL_SDK_DISABLED === 'true' || e.OTEL_TRACES_EXPORTER === 'none') return undefined
   const on = e.OTEL_TRACES_EXPORTER === 'otlp' || e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined
   if (!on) return undefined
@@ -313,7 +257,7 @@ function parseTracing (e: Env): Config['tracing'] {
 
 /** OTEL_PROPAGATORS as the specification reads it (empty is the default; none wins); only the W3C ones. */
 function parsePropagators (value: string | undefined): TracingConfig['propagators'] {
-  const names = (value ?? '').split(',').map(n => n.trim()).filter(n => n !== '')
+  const names = parseList(value ?? '')
   if (names.length === 0) return Object.freeze(['tracecontext', 'baggage'] as const)
   for (const n of names) {
     if (n !== 'tracecontext' && n !== 'baggage' && n !== 'none') throw new ConfigError(`OTEL_PROPAGATORS: ${JSON.stringify(n)} is not supported (tracecontext, baggage or none)`)

@@ -46,11 +46,7 @@ export function validHost (value: string): boolean {
   if (!HOST.test(value)) return false
   if (value.startsWith('[') && !value.startsWith('[v')) {
     // An IPv6 address: its grammar is the URL parser's (RFC 3986 IPv6address).
-    try {
-      return new URL(`http://${value}/`).hostname !== ''
-    } catch {
-      return false
-    }
+    return URL.canParse(`http://${value}/`)
   }
   return true
 }
@@ -63,7 +59,6 @@ export function validHost (value: string): boolean {
  * it. The authority-form is CONNECT's, for a proxy, which this server is not.
  */
 const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([/?].*)?$/i
-const AUTHORITY = /^(\[[^\]]*\]|[^:[\]]+)(?::([0-9]*))?$/
 
 /**
  * Why a request target is of none of the forms a server takes, as the sentence of a 400
@@ -75,13 +70,8 @@ export function targetFormProblem (target: string): string | undefined {
   const absolute = ABSOLUTE_FORM.exec(target)
   if (absolute === null) return 'the request target must be a path (/…), an absolute http(s) URI, or * (OPTIONS only)'
   const authority = absolute[1]!
-  const parts = AUTHORITY.exec(authority)
-  const port = parts?.[2]
-  let parsed = false
-  try {
-    parsed = new URL(target).hostname !== ''
-  } catch {}
-  if (parts === null || !validHost(authority) || (port !== undefined && port !== '' && Number(port) > 65535) || !parsed) {
+  // The URL parser refuses an empty host and a port past 65535, but reads `http:///p` as the host p.
+  if (authority === '' || !validHost(authority) || !URL.canParse(target)) {
     return 'the authority of the absolute-form request target must be a host with an optional port (at most 65535), without userinfo'
   }
   return undefined
@@ -165,11 +155,7 @@ type InLine = { [inLine]?: Response[] }
  */
 export function trackResponse (request: IncomingMessage, res: Response): void {
   const socket = request.socket as Socket & InLine
-  let open = socket[inLine]
-  if (open === undefined) {
-    open = []
-    socket[inLine] = open
-  }
+  const open = (socket[inLine] ??= [])
   open.push(res)
   ;(res as Response & InLine)[inLine] = open
   res.on('close', forgetResponse)

@@ -43,6 +43,11 @@ function negotiate (header: string): Choice {
   return { large, small: order.includes('identity') ? 'identity' : large }
 }
 
+/** The codings a Content-Encoding or Transfer-Encoding field value lists, lower case, in order. */
+export function listedCodings (value: string | undefined): string[] {
+  return (value ?? '').split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '')
+}
+
 const choices = new Map<string, Choice>()
 const MAX_CHOICES = 256
 

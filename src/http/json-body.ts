@@ -14,7 +14,7 @@
  *   (test/edges/repeated-headers.test.ts).
  */
 import { isUtf8 } from 'node:buffer'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { parse as parseLossless } from 'lossless-json'
 import sjson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
@@ -27,7 +27,7 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
  * A JSON number by its exact value, as JSON Schema judges it (`1e3` is an integer): int64 keeps all its
  * bits as BigInt; a fraction no double tells from an integer becomes NaN, so no integer rule accepts it.
  */
-export function exactNumber (text: string): number | bigint {
+function exactNumber (text: string): number | bigint {
   const m = NUMBER.exec(text)
   if (m === null) return Number(text)
   const [, sign, whole, fraction = '', exponent = '0'] = m
@@ -102,20 +102,10 @@ export function parseJsonBody (body: Buffer): unknown {
 /** application/json in UTF-8 is the only media type accepted. */
 export function installJsonBodyParser (app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, async (request: FastifyRequest, body: Buffer) => {
     const charset = charsetProblem(request.headers['content-type'] ?? '')
-    if (charset !== undefined) {
-      done(charset, undefined)
-      return
-    }
-    if ((body as Buffer).length === 0) {
-      done(new ApiError('validation_failed', 'request body is required: a JSON object with name and categoryId'), undefined)
-      return
-    }
-    try {
-      done(null, parseJsonBody(body as Buffer))
-    } catch (err) {
-      done(err as Error, undefined)
-    }
+    if (charset !== undefined) throw charset
+    if (body.length === 0) throw new ApiError('validation_failed', 'request body is required: a JSON object with name and categoryId')
+    return parseJsonBody(body)
   })
 }

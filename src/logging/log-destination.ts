@@ -64,12 +64,8 @@ export class LogDestination {
       clearTimeout(this.timer)
       this.flush()
     }
-    if (this.idle()) return
+    if (this.failed || (this.inFlight === undefined && this.pendingBytes === 0)) return
     await new Promise<void>(resolve => this.ended.push(resolve))
-  }
-
-  private idle (): boolean {
-    return this.failed || (this.inFlight === undefined && this.pendingBytes === 0)
   }
 
   private grow (bytes: number): void {

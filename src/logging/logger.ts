@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyServerOptions } from 'fastify'
 import type PinoPrettyFactory from 'pino-pretty'
 import type { Config } from '../config/index.js'
@@ -18,9 +19,9 @@ export interface Log {
 }
 
 /** Pretty lines on a terminal (synchronous: nothing lost at exit), else JSON through log-destination.ts. */
-export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, stdoutIsTTY = process.stdout.isTTY === true, tracing?: Pick<Tracing, 'mixin'>): Log {
+export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, tracing?: Pick<Tracing, 'mixin'>): Log {
   const mixin = tracing === undefined ? {} : { mixin: tracing.mixin }
-  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && stdoutIsTTY)
+  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY)
   if (pretty) {
     // Loaded only when needed: a production start with JSON logs does not pay for it.
     const PinoPretty = require('pino-pretty') as typeof PinoPrettyFactory
@@ -38,12 +39,8 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
   const stream = new LogDestination(process.stdout.fd, LOG_BUFFER_MAX_BYTES)
   return {
     options: { level: config.logLevel, ...mixin, stream },
-    end: async () => {
-      // Bounded: a stuck reader must not hang the exit.
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([stream.end(), new Promise<void>(resolve => { timer = setTimeout(resolve, LOG_END_WAIT_MS) })])
-      clearTimeout(timer)
-    },
+    // Bounded: a stuck reader must not hang the exit.
+    end: async () => { await Promise.race([stream.end(), sleep(LOG_END_WAIT_MS, undefined, { ref: false })]) },
     dropped: () => stream.dropped
   }
 }

@@ -1,24 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { describeFailure } from '../runtime/failure-lines.js'
+import { describeFailure, errorChain } from '../runtime/failure-lines.js'
 
 export type Dependency = 'postgres' | 'sqlite' | 'redis'
 
-const NAME: Record<Dependency, string> = {
-  postgres: 'PostgreSQL (DATABASE_URL)',
-  sqlite: 'the SQLite database (DATABASE_URL)',
-  redis: 'the rate-limit Redis (REDIS_URL)'
-}
-
-const COUNTED: Record<Dependency, string> = {
-  postgres: 'requests failed on it',
-  sqlite: 'requests failed on it',
-  redis: 'requests went through uncounted'
-}
-
-const MEANS: Record<Dependency, string> = {
-  postgres: 'requests that need the store are answered 503',
-  sqlite: 'requests that need the store are answered 503',
-  redis: 'requests are let through without rate limits'
+/** How the lines name a dependency, count the requests its outage touched, and say what the outage means. */
+const STORE = { counted: 'requests failed on it', means: 'requests that need the store are answered 503' }
+const WORDS: Record<Dependency, { name: string, counted: string, means: string }> = {
+  postgres: { name: 'PostgreSQL (DATABASE_URL)', ...STORE },
+  sqlite: { name: 'the SQLite database (DATABASE_URL)', ...STORE },
+  redis: { name: 'the rate-limit Redis (REDIS_URL)', counted: 'requests went through uncounted', means: 'requests are let through without rate limits' }
 }
 
 export interface OutageLogOptions {
@@ -41,14 +31,6 @@ interface Outage {
   probing: boolean
 }
 
-function codeOf (err: unknown): string | undefined {
-  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string') return code
-  }
-  return undefined
-}
-
 /**
  * Logs a dependency outage instead of a line and stack per failed request: one line when it goes, at
  * most one summary every summaryEveryMs, one when it is back. A dependency that answers some requests
@@ -57,21 +39,17 @@ function codeOf (err: unknown): string | undefined {
 export class Outages {
   private readonly down = new Map<Dependency, Outage>()
   private timer: NodeJS.Timeout | undefined
-  private readonly summaryEveryMs: number
-  private readonly quietMs: number
-  private readonly tickMs: number
+  private readonly opts: Required<OutageLogOptions>
 
-  constructor (private readonly log: FastifyBaseLogger, { summaryEveryMs = 5000, quietMs = 2000, tickMs = 1000 }: OutageLogOptions = {}) {
-    this.summaryEveryMs = summaryEveryMs
-    this.quietMs = quietMs
-    this.tickMs = tickMs
+  constructor (private readonly log: FastifyBaseLogger, opts: OutageLogOptions = {}) {
+    this.opts = { summaryEveryMs: 5000, quietMs: 2000, tickMs: 1000, ...opts }
   }
 
   /** `probe` is called while down (one at a time) to learn it is back when no request tells. */
   failed (dependency: Dependency, err: unknown, probe?: () => Promise<unknown>): void {
     const now = Date.now()
     const cause = describeFailure(err)
-    const code = codeOf(err)
+    const code = errorChain(err).find(e => typeof e.code === 'string')?.code as string | undefined
     const o = this.down.get(dependency)
     if (o !== undefined) {
       o.failed++
@@ -83,9 +61,9 @@ export class Outages {
     }
     this.down.set(dependency, { since: now, failed: 1, failedSinceLine: 0, lastFailureAt: now, lastLineAt: now, lastOkAt: 0, cause, code, probe, probing: false })
     this.log[dependency === 'redis' ? 'warn' : 'error']({ dependency, cause, ...(code !== undefined ? { code } : {}) },
-      `${NAME[dependency]} is unavailable: ${MEANS[dependency]}; a summary follows at most every ${this.summaryEveryMs / 1000} s, and a line when it is back`)
+      `${WORDS[dependency].name} is unavailable: ${WORDS[dependency].means}; a summary follows at most every ${this.opts.summaryEveryMs / 1000} s, and a line when it is back`)
     if (this.timer === undefined) {
-      this.timer = setInterval(() => { this.tick() }, this.tickMs)
+      this.timer = setInterval(() => { this.tick() }, this.opts.tickMs)
       this.timer.unref()
     }
   }
@@ -107,15 +85,15 @@ export class Outages {
   private tick (): void {
     const now = Date.now()
     for (const [dependency, o] of this.down) {
-      if (o.lastOkAt >= o.lastFailureAt && now - o.lastFailureAt >= this.quietMs) {
+      if (o.lastOkAt >= o.lastFailureAt && now - o.lastFailureAt >= this.opts.quietMs) {
         this.down.delete(dependency)
         this.log.info({ dependency, downForMs: o.lastOkAt - o.since, failed: o.failed },
-          `${NAME[dependency]} is back after ${((o.lastOkAt - o.since) / 1000).toFixed(1)} s; ${o.failed} ${COUNTED[dependency]} meanwhile`)
+          `${WORDS[dependency].name} is back after ${((o.lastOkAt - o.since) / 1000).toFixed(1)} s; ${o.failed} ${WORDS[dependency].counted} meanwhile`)
         continue
       }
-      if (o.failedSinceLine > 0 && now - o.lastLineAt >= this.summaryEveryMs) {
+      if (o.failedSinceLine > 0 && now - o.lastLineAt >= this.opts.summaryEveryMs) {
         this.log.warn({ dependency, failed: o.failedSinceLine, inLastMs: now - o.lastLineAt, downForMs: now - o.since, cause: o.cause, ...(o.code !== undefined ? { code: o.code } : {}) },
-          `${NAME[dependency]} is still unavailable: ${o.failedSinceLine} ${COUNTED[dependency]} in the last ${((now - o.lastLineAt) / 1000).toFixed(1)} s`)
+          `${WORDS[dependency].name} is still unavailable: ${o.failedSinceLine} ${WORDS[dependency].counted} in the last ${((now - o.lastLineAt) / 1000).toFixed(1)} s`)
         o.failedSinceLine = 0
         o.lastLineAt = now
       }

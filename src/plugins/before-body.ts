@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
+import { listedCodings } from '../http/content-coding.js'
 import { charsetProblem } from '../http/media-types.js'
 import { toApiError } from './errors.js'
 
@@ -14,16 +15,9 @@ const awaitingContinue = new WeakSet<IncomingMessage>()
 const unmetExpectation = new WeakSet<IncomingMessage>()
 
 /** Whether the request carries a body (declared by its length or sent chunked). */
-export function hasBody (request: { headers: IncomingHttpHeaders }): boolean {
+function hasBody (request: { headers: IncomingHttpHeaders }): boolean {
   const length = request.headers['content-length']
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
-}
-
-/** The content codings of the body other than identity, as sent (lower case). */
-function contentCodings (request: FastifyRequest): string[] {
-  const header = request.headers['content-encoding']
-  if (header === undefined) return []
-  return header.split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '' && c !== 'identity')
 }
 
 /** The parts of a request its head holds, in the order Fastify validates them (the body comes between params and querystring). */
@@ -68,24 +62,15 @@ function headProblem (request: FastifyRequest): Error | undefined {
  *   before the size was checked.
  */
 async function beforeBody (app: FastifyInstance): Promise<void> {
-  // Node emits checkContinue for any Expect that mentions 100-continue (`100-continue, foo` too);
-  // only the expectation 100-continue alone is met.
-  const checkContinue = (req: IncomingMessage, res: ServerResponse): void => {
+  // Node emits checkContinue for any Expect that mentions 100-continue (`100-continue, foo` too),
+  // checkExpectation for any other; only the expectation 100-continue alone is met.
+  const expecting = (req: IncomingMessage, res: ServerResponse): void => {
     if (req.headers.expect?.trim().toLowerCase() === '100-continue') awaitingContinue.add(req)
     else unmetExpectation.add(req)
     app.server.emit('request', req, res)
   }
-  const checkExpectation = (req: IncomingMessage, res: ServerResponse): void => {
-    unmetExpectation.add(req)
-    app.server.emit('request', req, res)
-  }
-  app.server.on('checkContinue', checkContinue)
-  app.server.on('checkExpectation', checkExpectation)
-  app.addHook('onClose', (_app, done) => {
-    app.server.off('checkContinue', checkContinue)
-    app.server.off('checkExpectation', checkExpectation)
-    done()
-  })
+  app.server.on('checkContinue', expecting)
+  app.server.on('checkExpectation', expecting)
 
   app.addHook('preParsing', (request, reply, payload, done) => {
     const problem = refusedFromHead(request)
@@ -102,7 +87,7 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
 function refusedFromHead (request: FastifyRequest): Error | undefined {
   if (unmetExpectation.has(request.raw)) return new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
   if (!BODY_METHODS.has(request.method) || !hasBody(request)) return undefined
-  const codings = contentCodings(request)
+  const codings = listedCodings(request.headers['content-encoding']).filter(c => c !== 'identity')
   if (codings.length > 0) {
     return new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`)
   }

@@ -48,8 +48,6 @@ export function toApiError (err: FastifyError | Error): ApiError {
       return new ApiError('unsupported_media_type', 'request body must be application/json')
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('payload_too_large', 'request body is larger than the body limit')
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ApiError('validation_failed', 'request body is required: a JSON object with name and categoryId')
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('invalid_parameter', 'Content-Length does not match the body')
     case 'FST_ERR_BAD_URL':
@@ -108,10 +106,7 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
     if (targetFormProblem(url) !== undefined) {
       raw.url = '/'
     } else {
-      const target = originFormOf(url)
-      const query = target.indexOf('?')
-      const path = query === -1 ? target : target.slice(0, query)
-      raw.url = path.replaceAll('%', '%25') + (query === -1 ? '' : target.slice(query))
+      raw.url = originFormOf(url).replace(/^[^?]*/, path => path.replaceAll('%', '%25'))
     }
     request.server.routing(raw, reply.raw)
     return
@@ -136,11 +131,7 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   const outages = new Outages(app.log)
   app.decorate('outages', outages)
   app.decorateRequest('failure', null)
-  app.addHook('onClose', (_app, done) => {
-    outages.close()
-    done()
-  })
-  const ping = async (): Promise<void> => { await opts.store.ping() }
+  app.addHook('onClose', async () => { outages.close() })
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const error = toApiError(err)
     // An ApiError is an answer the service chose (501 for the unspecified orders route, 503 while
@@ -154,7 +145,7 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
       app.metrics.storeErrors.inc({ store: opts.store.kind })
     } else if (err instanceof StoreUnavailableError) {
       app.metrics.storeErrors.inc({ store: opts.store.kind })
-      outages.failed(opts.store.kind, err, ping)
+      outages.failed(opts.store.kind, err, async () => await opts.store.ping())
     } else if (error.statusCode >= 500 && !(err instanceof ApiError)) {
       request.log.error({ err }, 'request failed')
     }

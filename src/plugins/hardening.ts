@@ -2,16 +2,9 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
+import { listedCodings } from '../http/content-coding.js'
 import { connectAsRequest, MAX_TARGET_LENGTH, targetFormProblem, trackResponse, uriTooLong, validHost, versionNotSupported } from '../http/client-errors.js'
 import { repeatedSingleton } from '../http/repeated-headers.js'
-
-/** Browsers take a response's Content-Type as it is, never guessing another from the body. */
-export const NOSNIFF = 'nosniff'
-
-/** The transfer codings of a Transfer-Encoding field value, lower case, as listed. */
-function transferCodings (value: string): string[] {
-  return value.split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '')
-}
 
 /**
  * What is wrong at the edge of a request, as the Error that answers it, or undefined. The rules are the MUSTs of
@@ -53,7 +46,7 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
   const te = req.headers['transfer-encoding']
   if (te !== undefined) {
     if (req.httpVersion !== '1.1') return new ApiError('bad_request', 'Transfer-Encoding is not allowed in an HTTP/1.0 request')
-    const unknown = transferCodings(te).filter(c => c !== 'chunked')
+    const unknown = listedCodings(te).filter(c => c !== 'chunked')
     if (unknown.length > 0) return new ApiError('not_implemented', `transfer coding ${unknown.join(', ')} is not supported; send the body with chunked alone, or with Content-Length`)
   }
   return undefined
@@ -66,20 +59,15 @@ function edgeProblem (req: IncomingMessage): ApiError | undefined {
  */
 async function hardening (app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-content-type-options', NOSNIFF)
+    // Browsers take a response's Content-Type as it is, never guessing another from the body.
+    reply.header('x-content-type-options', 'nosniff')
     const problem = edgeProblem(request.raw)
     if (problem !== undefined) reply.header('connection', 'close')
     done(problem)
   })
-  const onConnect = connectAsRequest(app)
-  app.server.on('connect', onConnect)
+  app.server.on('connect', connectAsRequest(app))
   // Before Fastify's own listener: the clientError handler answers after the responses in line.
   app.server.prependListener('request', trackResponse)
-  app.addHook('onClose', (_app, done) => {
-    app.server.off('connect', onConnect)
-    app.server.off('request', trackResponse)
-    done()
-  })
 }
 
 export default fp(hardening, { name: 'petstore-hardening' })

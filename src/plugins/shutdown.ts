@@ -40,10 +40,7 @@ async function shutdown (app: FastifyInstance): Promise<void> {
     sweep.unref()
     done()
   })
-  app.addHook('onClose', (_app, done) => {
-    clearInterval(sweep)
-    done()
-  })
+  app.addHook('onClose', async () => { clearInterval(sweep) })
   app.addHook('onRequest', (_request, reply, done) => {
     if (!closing) {
       done()

@@ -16,7 +16,7 @@ function isErrorLike (v: unknown): v is ErrorLike {
 }
 
 /** The error and its causes (and an AggregateError's first error), outermost first. */
-function chain (err: unknown): ErrorLike[] {
+export function errorChain (err: unknown): ErrorLike[] {
   const out: ErrorLike[] = []
   let e: unknown = err
   while (isErrorLike(e) && out.length < 10) {
@@ -103,7 +103,7 @@ export function describeListenFailure (err: unknown, host: string, port: number,
 export function describeFailure (err: unknown, config?: Pick<Config, 'database'>): string {
   if (err instanceof ConfigError) return `invalid configuration: ${oneLine(err.message)}`
   if (err instanceof DescribedError) return oneLine(err.message)
-  const errors = chain(err)
+  const errors = errorChain(err)
   const outer = errors[0]
   if (outer === undefined) return oneLine(String(err))
   let line: string | undefined
