@@ -35,7 +35,7 @@ export function registerImportCommand (program: Command): void {
       const input = path === undefined ? process.stdin : (await openFile(path)).createReadStream()
       const writer = await openTransferWriter(config.database, config)
       try {
-        const summary = await importExport(readLines(input)[Symbol.asyncIterator](), writer, {
+        const summary = await importExport(readLines(input), writer, {
           intoNonempty: opts.intoNonempty === true, progress: terminalProgress('import')
         })
         report(opts.json === true, { command: 'import', source: summary.source, target: summary.kind, intoNonempty: summary.intoNonempty, counts: summary.counts, petsSha256: summary.petsSha256, seconds: secondsSince(started) },

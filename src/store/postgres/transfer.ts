@@ -90,12 +90,10 @@ export class PostgresTransferWriter implements TransferWriter {
   }
 
   async begin (): Promise<Counts> {
-    await guard(() => this.client.query('BEGIN'))
-    // Durable whatever the server's or the role's default (see txPrologue).
-    await guard(() => this.client.query('SET LOCAL synchronous_commit = on'))
-    // The service's pet insert lock too, so no create of a running server interleaves with the ids written here.
-    await guard(() => this.client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()]))
-    await guard(() => this.client.query('LOCK TABLE settings, api_keys, pets, idempotency_keys IN SHARE ROW EXCLUSIVE MODE'))
+    // Durable whatever the server's or the role's default (see txPrologue). The service's pet insert
+    // lock too, so no create of a running server interleaves with the ids written here.
+    await guard(() => this.client.query(`BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(${PET_INSERT_LOCK_KEY});
+      LOCK TABLE settings, api_keys, pets, idempotency_keys IN SHARE ROW EXCLUSIVE MODE`))
     return toCounts((await guard(() => this.client.query<CountRow>(countsSql(dialect), [new Date(0)]))).rows[0]!)
   }
 
