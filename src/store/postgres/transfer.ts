@@ -32,18 +32,12 @@ export async function openPostgresReader (opts: PgConnectionOptions): Promise<Tr
   return new SnapshotReader({
     ...dialect,
     begin: async () => { await guard(() => client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY')) },
+    // Each cursor is read to its end (an exhausted cursor is closed), or the reader failed and its
+    // connection is ended: none needs a close of its own.
     async * rows<R> (text: string, values: unknown[] = []) {
       const cursor = client.query(new Cursor<R>(text, values))
-      let open = true
-      const read = async () => await guard(() => cursor.read(BATCH)).catch((err: unknown) => { open = false; throw err })
-      try {
-        for (let rows = await read(); rows.length > 0; rows = await read()) yield * rows
-        open = false
-      } finally {
-        // Closed when the reader stopped early, so the connection takes the next statement; a cursor
-        // that failed is left to its connection, which may no longer answer a close.
-        if (open) await guard(() => cursor.close())
-      }
+      const read = async () => await guard(() => cursor.read(BATCH))
+      for (let rows = await read(); rows.length > 0; rows = await read()) yield * rows
     },
     end: async () => { await guard(() => client.query('COMMIT')) },
     close: async () => { await client.end().catch(() => {}) }
@@ -94,7 +88,7 @@ export class PostgresTransferWriter implements TransferWriter {
     // lock too, so no create of a running server interleaves with the ids written here.
     await guard(() => this.client.query(`BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(${PET_INSERT_LOCK_KEY});
       LOCK TABLE settings, api_keys, pets, idempotency_keys IN SHARE ROW EXCLUSIVE MODE`))
-    return toCounts((await guard(() => this.client.query<CountRow>(countsSql(dialect), [new Date(0)]))).rows[0]!)
+    return toCounts((await guard(() => this.client.query<CountRow>(countsSql(dialect.param), [new Date(0)]))).rows[0]!)
   }
 
   async write (r: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void> {

@@ -84,7 +84,7 @@ export class SqliteTransferWriter implements TransferWriter {
 
   async begin (): Promise<Counts> {
     this.db.exec('BEGIN IMMEDIATE')
-    return toCounts(this.db.prepare(countsSql(dialect)).get(0) as CountRow)
+    return toCounts(this.db.prepare(countsSql(dialect.param)).get(0) as CountRow)
   }
 
   async write (r: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void> {

@@ -2,8 +2,8 @@ import { KEY_EXPORT_COLUMNS, type KeyExportRow, type PetRow, toKeyRecordLine, to
 import type { TransferReader } from './contract.js'
 import type { ApiKeyRecordLine, Counts, IdempotencyRecord, PetRecord, SettingRecord } from './records.js'
 
-/** The SQL in which the two databases differ, for the statements both run. */
-export interface Dialect {
+/** A read transaction on one connection, as one store kind runs it, and the SQL in which the kinds differ. */
+export interface Snapshot {
   readonly kind: 'sqlite' | 'postgres'
   /** Orders text by bytes, as SQLite does by default (PostgreSQL: COLLATE "C"), so both stores export the same lines. */
   readonly byBytes: string
@@ -11,10 +11,6 @@ export interface Dialect {
   readonly param: string
   /** An epoch-ms time as idempotency_keys.created_at compares with it. */
   time (ms: number): unknown
-}
-
-/** A read transaction on one connection, as one store kind runs it. */
-export interface Snapshot extends Dialect {
   begin (): Promise<void>
   /** Streams the rows of one statement, so memory stays flat. */
   rows<R> (sql: string, params?: unknown[]): AsyncIterable<R>
@@ -24,10 +20,10 @@ export interface Snapshot extends Dialect {
 
 export type CountRow = Record<keyof Counts, bigint | number>
 
-/** One statement for the four counts; the Idempotency-Keys from the time bound to `d.param` on. */
-export const countsSql = (d: Dialect) => `SELECT (SELECT count(*) FROM settings) AS settings,
+/** One statement for the four counts; the Idempotency-Keys from the time bound to `param` on. */
+export const countsSql = (param: string) => `SELECT (SELECT count(*) FROM settings) AS settings,
   (SELECT count(*) FROM api_keys) AS "apiKeys", (SELECT count(*) FROM pets) AS pets,
-  (SELECT count(*) FROM idempotency_keys WHERE created_at >= ${d.param}) AS "idempotencyKeys"`
+  (SELECT count(*) FROM idempotency_keys WHERE created_at >= ${param}) AS "idempotencyKeys"`
 
 export const toCounts = (r: CountRow): Counts =>
   ({ settings: Number(r.settings), apiKeys: Number(r.apiKeys), pets: Number(r.pets), idempotencyKeys: Number(r.idempotencyKeys) })
@@ -47,7 +43,7 @@ export class SnapshotReader implements TransferReader {
     this.liveSince = this.db.time(liveSince)
     await this.db.begin()
     let counts: Counts | undefined
-    for await (const r of this.db.rows<CountRow>(countsSql(this.db), [this.liveSince])) counts = toCounts(r)
+    for await (const r of this.db.rows<CountRow>(countsSql(this.db.param), [this.liveSince])) counts = toCounts(r)
     return counts!
   }
 
