@@ -2,8 +2,6 @@ import type { DatabaseLocation } from '../config/index.js'
 import { pgOptions, type StoreConfig } from './options.js'
 import type { TransferReader, TransferWriter } from './transfer/contract.js'
 
-export type { RecordOrigin, TransferReader, TransferWriter } from './transfer/contract.js'
-
 // Each store's transfer module is loaded only for a location of its kind.
 
 /** Opens a reader on the store at `location` (applying pending migrations first, as every command does). */
