@@ -142,7 +142,7 @@ function object (line: Line): Json {
 
 const time = (s: string | null) => s === null ? null : Date.parse(s)
 
-export function parseHeader (line: Line): Header {
+function parseHeader (line: Line): Header {
   const o = object(line)
   if (o.format !== FORMAT) throw new TransferLineError(line.no, `not a petstore export (the first line must be a header with "format":"${FORMAT}")`)
   if (!READABLE_VERSIONS.includes(o.version)) {
