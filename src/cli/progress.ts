@@ -5,15 +5,15 @@ import { NO_PROGRESS, type Progress } from '../services/transfer/run.js'
  * A progress bar (count, rate, ETA) on stderr when stderr is a terminal; nothing at all otherwise,
  * so pipes, files and scripts see no progress output. Drawn by cli-progress.
  */
-export function terminalProgress (label: string, stream: NodeJS.WriteStream = process.stderr): Progress {
-  if (stream.isTTY !== true) return NO_PROGRESS
+export function terminalProgress (label: string): Progress {
+  if (process.stderr.isTTY !== true) return NO_PROGRESS
   let bar: cliProgress.SingleBar | undefined
   let startedAt = 0
   return {
     start (total, unit) {
       startedAt = Date.now()
       bar = new cliProgress.SingleBar({
-        stream,
+        stream: process.stderr,
         format: `${label} {bar} {percentage}% | {value}/{total} ${unit} | {rate}/s | ETA {eta_formatted}`,
         hideCursor: true,
         etaBuffer: 50

@@ -2,18 +2,16 @@ import type { DatabaseLocation } from '../config/index.js'
 import { pgOptions, type StoreConfig } from './options.js'
 import type { TransferReader, TransferWriter } from './transfer/contract.js'
 
-export type { RecordOrigin, TransferReader, TransferWriter } from './transfer/contract.js'
-
 // Each store's transfer module is loaded only for a location of its kind.
 
 /** Opens a reader on the store at `location` (applying pending migrations first, as every command does). */
 export async function openTransferReader (location: DatabaseLocation, config: StoreConfig): Promise<TransferReader> {
   if (location.kind === 'sqlite') {
-    const { SqliteTransferReader } = await import('./sqlite/transfer.js')
-    return SqliteTransferReader.open(location.path, 'FULL')
+    const { openSqliteReader } = await import('./sqlite/transfer.js')
+    return openSqliteReader(location.path, 'FULL')
   }
-  const { PostgresTransferReader } = await import('./postgres/transfer.js')
-  return await PostgresTransferReader.open({ ...pgOptions(location.url, config), poolMax: 1 })
+  const { openPostgresReader } = await import('./postgres/transfer.js')
+  return await openPostgresReader({ ...pgOptions(location.url, config), poolMax: 1 })
 }
 
 export async function openTransferWriter (location: DatabaseLocation, config: StoreConfig): Promise<TransferWriter> {

@@ -3,7 +3,7 @@ import type { Clock } from '../../runtime/clock.js'
 import { ConfigError, type DatabaseLocation, parseDatabaseUrl } from '../../config/index.js'
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
-import { openTransferReader, openTransferWriter, type TransferReader } from '../../store/transfer.js'
+import { openTransferReader, openTransferWriter } from '../../store/transfer.js'
 import type { StoreConfig } from '../../store/index.js'
 import { loadCliConfig } from '../config.js'
 import { requireDatabase, sayStore } from '../store.js'
@@ -11,7 +11,7 @@ import { terminalProgress } from '../progress.js'
 import { secondsSince } from '../summary.js'
 
 async function summarize (location: DatabaseLocation, config: StoreConfig, liveSince: number): Promise<StoreSummary> {
-  const reader: TransferReader = await openTransferReader(location, config)
+  const reader = await openTransferReader(location, config)
   try {
     return await summarizeStore(reader, liveSince)
   } finally {

@@ -1,4 +1,5 @@
-import { open } from 'node:fs/promises'
+import { once } from 'node:events'
+import { createReadStream } from 'node:fs'
 import type { Command } from 'commander'
 import { readLines } from '../../services/transfer/lines.js'
 import { importExport } from '../../services/transfer/run.js'
@@ -7,14 +8,6 @@ import { loadCliConfig } from '../config.js'
 import { sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
-
-async function openFile (path: string) {
-  try {
-    return await open(path, 'r')
-  } catch (err) {
-    throw new Error(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-  }
-}
 
 export function registerImportCommand (program: Command): void {
   program.command('import')
@@ -32,10 +25,13 @@ export function registerImportCommand (program: Command): void {
       const config = loadCliConfig()
       sayStore(config.database)
       // The file is opened before the store is touched, so a wrong path fails first.
-      const input = path === undefined ? process.stdin : (await openFile(path)).createReadStream()
+      const input = path === undefined ? process.stdin : createReadStream(path)
+      if (path !== undefined) {
+        await once(input, 'open').catch((err: NodeJS.ErrnoException) => { throw new Error(`cannot read ${path}: ${err.code ?? err.message}`) })
+      }
       const writer = await openTransferWriter(config.database, config)
       try {
-        const summary = await importExport(readLines(input)[Symbol.asyncIterator](), writer, {
+        const summary = await importExport(readLines(input), writer, {
           intoNonempty: opts.intoNonempty === true, progress: terminalProgress('import')
         })
         report(opts.json === true, { command: 'import', source: summary.source, target: summary.kind, intoNonempty: summary.intoNonempty, counts: summary.counts, petsSha256: summary.petsSha256, seconds: secondsSince(started) },

@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
+import { finished } from 'node:stream/promises'
 import { partialPath, publish } from '../../store/files.js'
 
 /** A file that appears at `path` only once complete; mode 0600: it holds key hashes and the cursor key. */
@@ -8,7 +9,6 @@ export class AtomicFile {
   readonly stream: WriteStream
   readonly tmp: string
   private readonly opened: Promise<void>
-  private finished = false
 
   constructor (readonly path: string) {
     this.tmp = partialPath(path)
@@ -18,10 +18,10 @@ export class AtomicFile {
 
   async ready (): Promise<void> { await this.opened }
 
+  /** Ends the stream and waits until all is written; again after that, resolves at once. */
   async finish (): Promise<void> {
-    if (this.finished) return
-    this.finished = true
-    await new Promise<void>((resolve, reject) => this.stream.end((err?: Error | null) => err == null ? resolve() : reject(err)))
+    this.stream.end()
+    await finished(this.stream)
   }
 
   async commit (): Promise<void> {

@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto'
-import type { Counts, DataRecord } from '../../store/transfer/records.js'
+import { type Counts, type DataRecord, isoTime } from '../../store/transfer/records.js'
 
 export type {
   ApiKeyRecordLine, Counts, DataRecord, IdempotencyRecord, PetRecord, SettingRecord
@@ -25,7 +25,7 @@ export interface Header {
 export interface EndRecord { type: 'end', petsSha256: string }
 
 const str = (s: string) => JSON.stringify(s)
-const time = (ms: number | null) => ms === null ? 'null' : `"${new Date(ms).toISOString()}"`
+const time = (ms: number | null) => JSON.stringify(isoTime(ms))
 
 export function headerLine (h: Header): string {
   const c = h.counts

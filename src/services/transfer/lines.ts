@@ -18,30 +18,20 @@ export async function * readLines (input: AsyncIterable<Buffer | string>): Async
       throw new TransferLineError(no, 'not valid UTF-8')
     }
   }
-  let pending: Buffer[] = []
-  let pendingBytes = 0
+  // The start of a line whose end is still to come: at most MAX_LINE_BYTES, joined to the next chunk.
+  let rest = Buffer.alloc(0)
   let no = 0
   for await (const data of input) {
-    const chunk = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
+    const chunk = Buffer.concat([rest, typeof data === 'string' ? Buffer.from(data, 'utf8') : data])
     let start = 0
-    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
       no++
-      let bytes = chunk.subarray(start, nl)
-      if (pendingBytes > 0) {
-        pending.push(bytes)
-        bytes = Buffer.concat(pending, pendingBytes + bytes.length)
-        pending = []
-        pendingBytes = 0
-      }
-      if (bytes.length > MAX_LINE_BYTES) throw new TransferLineError(no, `longer than ${MAX_LINE_BYTES} bytes`)
-      yield { no, text: decode(bytes, no) }
+      if (nl - start > MAX_LINE_BYTES) throw new TransferLineError(no, `longer than ${MAX_LINE_BYTES} bytes`)
+      yield { no, text: decode(chunk.subarray(start, nl), no) }
       start = nl + 1
     }
-    if (start < chunk.length) {
-      pending.push(chunk.subarray(start))
-      pendingBytes += chunk.length - start
-      if (pendingBytes > MAX_LINE_BYTES) throw new TransferLineError(no + 1, `longer than ${MAX_LINE_BYTES} bytes`)
-    }
+    rest = chunk.subarray(start)
+    if (rest.length > MAX_LINE_BYTES) throw new TransferLineError(no + 1, `longer than ${MAX_LINE_BYTES} bytes`)
   }
-  if (pendingBytes > 0) throw new TransferLineError(no + 1, 'the file ends in the middle of this line (no final newline): it is truncated')
+  if (rest.length > 0) throw new TransferLineError(no + 1, 'the file ends in the middle of this line (no final newline): it is truncated')
 }

@@ -142,7 +142,7 @@ function object (line: Line): Json {
 
 const time = (s: string | null) => s === null ? null : Date.parse(s)
 
-export function parseHeader (line: Line): Header {
+function parseHeader (line: Line): Header {
   const o = object(line)
   if (o.format !== FORMAT) throw new TransferLineError(line.no, `not a petstore export (the first line must be a header with "format":"${FORMAT}")`)
   if (!READABLE_VERSIONS.includes(o.version)) {
@@ -187,7 +187,7 @@ export interface ParsedFile {
  * Reads the header, then yields each checked record. The generator ends normally only after the
  * end line was read, the counts matched the header and the pets checksum matched the end line.
  */
-export async function parseExport (lines: AsyncIterator<Line>): Promise<ParsedFile> {
+export async function parseExport (lines: AsyncGenerator<Line>): Promise<ParsedFile> {
   const first = await lines.next()
   if (first.done === true) throw new TransferLineError(1, 'the file is empty (expected the export header)')
   const header = parseHeader(first.value)
@@ -198,8 +198,7 @@ export async function parseExport (lines: AsyncIterator<Line>): Promise<ParsedFi
     let section = 0
     let lastPetId: bigint | undefined
     let lastNo = first.value.no
-    for (let next = await lines.next(); next.done !== true; next = await lines.next()) {
-      const line = next.value
+    for await (const line of lines) {
       lastNo = line.no
       const o = object(line)
       if (o.type === 'end') {

@@ -27,12 +27,12 @@ export class LineSink {
     out.on('error', (err) => { this.failed ??= err })
   }
 
-  /** Returns a promise only when the chunk was written and the stream asked to wait. */
-  write (line: string): Promise<void> | undefined {
+  /** Lines go out in chunks of 64 KiB; a full chunk waits until the stream drains. */
+  async write (line: string): Promise<void> {
     this.check()
     this.lines.push(line)
     this.size += line.length + 1
-    return this.size >= 65536 ? this.flush() : undefined
+    if (this.size >= 65536) await this.flush()
   }
 
   async flush (): Promise<void> {
@@ -60,26 +60,21 @@ async function * allRecords (reader: TransferReader): AsyncGenerator<DataRecord>
 export async function exportStore (reader: TransferReader, sink: LineSink, opts: { liveSince: number, now: Date, progress: Progress }): Promise<StoreSummary> {
   const counts = await reader.begin(opts.liveSince)
   opts.progress.start(total(counts), 'records')
-  const pending = sink.write(headerLine({ format: FORMAT, version: FORMAT_VERSION, source: reader.kind, exportedAt: opts.now.toISOString(), counts }))
-  if (pending !== undefined) await pending
+  await sink.write(headerLine({ format: FORMAT, version: FORMAT_VERSION, source: reader.kind, exportedAt: opts.now.toISOString(), counts }))
   const seen = emptyCounts()
   const digest = new PetDigest()
-  let done = 0
-  for await (const r of allRecords(reader)) {
+  await feed(allRecords(reader), async (r) => {
     const line = recordLine(r)
     if (r.type === 'pet') digest.addLine(line)
     seen[countOf[r.type]]++
-    const wait = sink.write(line)
-    if (wait !== undefined) await wait
-    if (++done % PROGRESS_EVERY === 0) opts.progress.update(done)
-  }
+    await sink.write(line)
+  }, opts.progress)
   await reader.end()
   // The snapshot makes this hold; checked because a file that broke it could never be imported.
   for (const name of COUNT_NAMES) if (seen[name] !== counts[name]) throw new Error(`the store changed while it was read (${name}: counted ${counts[name]}, read ${seen[name]})`)
   const petsSha256 = digest.hex()
   await sink.write(endLine({ type: 'end', petsSha256 }))
   await sink.flush()
-  opts.progress.update(done)
   opts.progress.stop()
   return { kind: reader.kind, counts, petsSha256 }
 }
@@ -115,7 +110,7 @@ export interface ImportSummary extends StoreSummary { source: 'sqlite' | 'postgr
  * back. An empty target takes the file's settings; a non-empty one (only with `intoNonempty`) keeps
  * its own, and any collision fails.
  */
-export async function importExport (lines: AsyncIterator<Line>, writer: TransferWriter, opts: { intoNonempty: boolean, progress: Progress }): Promise<ImportSummary> {
+export async function importExport (lines: AsyncGenerator<Line>, writer: TransferWriter, opts: { intoNonempty: boolean, progress: Progress }): Promise<ImportSummary> {
   const file = await parseExport(lines)
   const existing = await writer.begin()
   const empty = isEmpty(existing)

@@ -1,17 +1,16 @@
 import type pg from 'pg'
-import type { PetStatus } from '../../schemas/pets.js'
+import Cursor from 'pg-cursor'
 import { scopesText } from '../../schemas/scopes.js'
-import { KEY_EXPORT_COLUMNS, type KeyExportRow, toKeyRecordLine } from '../rows.js'
 import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/contract.js'
+import { type CountRow, countsSql, SnapshotReader, toCounts } from '../transfer/reader.js'
 import {
-  type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
+  type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, isoTime, type PetRecord, recordRefused, type SettingRecord
 } from '../transfer/records.js'
 import { createMigrationClient, guard, type PgConnectionOptions } from './connection.js'
 import { PET_INSERT_LOCK_KEY, PostgresStore } from './index.js'
 
 /** Rows per round trip, both ways: big enough to amortize the trip, small enough to keep memory flat. */
 const BATCH = 5000
-const INT64_MIN = '-9223372036854775808'
 
 /** A single connection without statement timeout (a whole-store read or write is long), migrated first. */
 async function connect (opts: PgConnectionOptions): Promise<pg.Client> {
@@ -21,94 +20,29 @@ async function connect (opts: PgConnectionOptions): Promise<pg.Client> {
   return client
 }
 
-async function counts (client: pg.Client, liveSince: number): Promise<Counts> {
-  const res = await client.query<{ s: bigint, k: bigint, p: bigint, i: bigint }>(`SELECT
-    (SELECT count(*) FROM settings) AS s, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM pets) AS p,
-    (SELECT count(*) FROM idempotency_keys WHERE created_at >= $1) AS i`, [new Date(liveSince)])
-  const r = res.rows[0]!
-  return { settings: Number(r.s), apiKeys: Number(r.k), pets: Number(r.p), idempotencyKeys: Number(r.i) }
-}
+/** Text ordered COLLATE "C" (bytes), as SQLite orders it; created_at is a timestamptz. */
+const dialect = { kind: 'postgres', byBytes: ' COLLATE "C"', param: '$1', time: (ms: number) => new Date(ms) } as const
 
 /**
  * A REPEATABLE READ, READ ONLY transaction on its own connection: one snapshot for the counts and
- * every row, while the servers keep writing. Rows come in keyset batches (constant memory).
- * Text is ordered COLLATE "C" (bytes), as SQLite orders it, so both stores export the same lines.
+ * every row, while the servers keep writing. Rows come through a cursor, BATCH at a time.
  */
-export class PostgresTransferReader implements TransferReader {
-  readonly kind = 'postgres' as const
-  private liveSince = 0
-
-  private constructor (private readonly client: pg.Client) {}
-
-  static async open (opts: PgConnectionOptions): Promise<PostgresTransferReader> {
-    return new PostgresTransferReader(await connect(opts))
-  }
-
-  async begin (liveSince: number): Promise<Counts> {
-    this.liveSince = liveSince
-    await guard(() => this.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY'))
-    return await guard(() => counts(this.client, liveSince))
-  }
-
-  async * settings (): AsyncIterable<SettingRecord> {
-    const res = await guard(() => this.client.query<{ name: string, value: string }>('SELECT name, value FROM settings ORDER BY name COLLATE "C"'))
-    for (const r of res.rows) yield { type: 'setting', name: r.name, value: r.value }
-  }
-
-  async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
-    let after = 0n
-    for (;;) {
-      const res = await guard(() => this.client.query<KeyExportRow>(
-        `SELECT ${KEY_EXPORT_COLUMNS} FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`, [after.toString(), BATCH]))
-      for (const r of res.rows) yield toKeyRecordLine(r)
-      if (res.rows.length < BATCH) return
-      after = res.rows[res.rows.length - 1]!.id
-    }
-  }
-
-  async * pets (): AsyncIterable<PetRecord> {
-    let after = INT64_MIN
-    let first = true
-    for (;;) {
-      // The first batch includes INT64_MIN itself; the later ones start strictly after the last id.
-      const res = await guard(() => this.client.query<{ id: bigint, name: Buffer, category_id: bigint, status: PetStatus }>({
-        text: `SELECT id, name, category_id, status FROM pets WHERE id ${first ? '>=' : '>'} $1::int8 ORDER BY id LIMIT $2`,
-        values: [after, BATCH]
-      }))
-      first = false
-      for (const r of res.rows) yield { type: 'pet', id: r.id, name: r.name.toString('utf8'), categoryId: r.category_id, status: r.status }
-      if (res.rows.length < BATCH) return
-      after = res.rows[res.rows.length - 1]!.id.toString()
-    }
-  }
-
-  async * idempotencyKeys (): AsyncIterable<IdempotencyRecord> {
-    let after: [string, string] | undefined
-    for (;;) {
-      const res = await guard(() => this.client.query<{ api_key_id: bigint, key: string, fingerprint: string, pet_id: bigint, created_at: Date }>(
-        `SELECT api_key_id, key, fingerprint, pet_id, created_at FROM idempotency_keys
-         WHERE created_at >= $1 ${after === undefined ? '' : 'AND (api_key_id, key COLLATE "C") > ($3::int8, $4::text COLLATE "C")'}
-         ORDER BY api_key_id, key COLLATE "C" LIMIT $2`,
-        after === undefined ? [new Date(this.liveSince), BATCH] : [new Date(this.liveSince), BATCH, ...after]))
-      for (const r of res.rows) {
-        yield { type: 'idempotencyKey', apiKeyId: Number(r.api_key_id), key: r.key, fingerprint: r.fingerprint, petId: r.pet_id, createdAt: r.created_at.getTime() }
-      }
-      if (res.rows.length < BATCH) return
-      const last = res.rows[res.rows.length - 1]!
-      after = [last.api_key_id.toString(), last.key]
-    }
-  }
-
-  async end (): Promise<void> {
-    await guard(() => this.client.query('COMMIT'))
-  }
-
-  async close (): Promise<void> {
-    await this.client.end().catch(() => {})
-  }
+export async function openPostgresReader (opts: PgConnectionOptions): Promise<TransferReader> {
+  const client = await connect(opts)
+  return new SnapshotReader({
+    ...dialect,
+    begin: async () => { await guard(() => client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY')) },
+    // Each cursor is read to its end (an exhausted cursor is closed), or the reader failed and its
+    // connection is ended: none needs a close of its own.
+    async * rows<R> (text: string, values: unknown[] = []) {
+      const cursor = client.query(new Cursor<R>(text, values))
+      const read = async () => await guard(() => cursor.read(BATCH))
+      for (let rows = await read(); rows.length > 0; rows = await read()) yield * rows
+    },
+    end: async () => { await guard(() => client.query('COMMIT')) },
+    close: async () => { await client.end().catch(() => {}) }
+  })
 }
-
-const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
 /** One multi-row INSERT per batch, by type; ids given explicitly (OVERRIDING the identity columns). */
 const INSERTS = {
@@ -117,7 +51,7 @@ const INSERTS = {
            SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])`,
     values: (rs: ApiKeyRecordLine[]) => [
       rs.map(r => r.id), rs.map(r => r.name), rs.map(r => r.hash), rs.map(r => scopesText(r.scopes)),
-      rs.map(r => iso(r.createdAt)), rs.map(r => iso(r.expiresAt)), rs.map(r => iso(r.lastUsedAt)), rs.map(r => iso(r.revokedAt))
+      rs.map(r => isoTime(r.createdAt)), rs.map(r => isoTime(r.expiresAt)), rs.map(r => isoTime(r.lastUsedAt)), rs.map(r => isoTime(r.revokedAt))
     ]
   },
   pet: {
@@ -128,7 +62,7 @@ const INSERTS = {
   idempotencyKey: {
     text: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at)
            SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[], $5::timestamptz[])`,
-    values: (rs: IdempotencyRecord[]) => [rs.map(r => r.apiKeyId), rs.map(r => r.key), rs.map(r => r.fingerprint), rs.map(r => r.petId.toString()), rs.map(r => iso(r.createdAt))]
+    values: (rs: IdempotencyRecord[]) => [rs.map(r => r.apiKeyId), rs.map(r => r.key), rs.map(r => r.fingerprint), rs.map(r => r.petId.toString()), rs.map(r => isoTime(r.createdAt))]
   }
 }
 type Batched = Exclude<DataRecord, SettingRecord>
@@ -150,13 +84,11 @@ export class PostgresTransferWriter implements TransferWriter {
   }
 
   async begin (): Promise<Counts> {
-    await guard(() => this.client.query('BEGIN'))
-    // Durable whatever the server's or the role's default (see txPrologue).
-    await guard(() => this.client.query('SET LOCAL synchronous_commit = on'))
-    // The service's pet insert lock too, so no create of a running server interleaves with the ids written here.
-    await guard(() => this.client.query('SELECT pg_advisory_xact_lock($1::int8)', [PET_INSERT_LOCK_KEY.toString()]))
-    await guard(() => this.client.query('LOCK TABLE settings, api_keys, pets, idempotency_keys IN SHARE ROW EXCLUSIVE MODE'))
-    return await guard(() => counts(this.client, 0))
+    // Durable whatever the server's or the role's default (see txPrologue). The service's pet insert
+    // lock too, so no create of a running server interleaves with the ids written here.
+    await guard(() => this.client.query(`BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(${PET_INSERT_LOCK_KEY});
+      LOCK TABLE settings, api_keys, pets, idempotency_keys IN SHARE ROW EXCLUSIVE MODE`))
+    return toCounts((await guard(() => this.client.query<CountRow>(countsSql(dialect.param), [new Date(0)]))).rows[0]!)
   }
 
   async write (r: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void> {

@@ -1,18 +1,13 @@
 import { existsSync, rmSync } from 'node:fs'
 import type Database from 'better-sqlite3'
-import type { PetStatus } from '../../schemas/pets.js'
 import { scopesText } from '../../schemas/scopes.js'
-import { KEY_EXPORT_COLUMNS, type KeyExportRow, toKeyRecordLine } from '../rows.js'
 import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/contract.js'
-import {
-  type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, type PetRecord, recordRefused, type SettingRecord
-} from '../transfer/records.js'
+import { type CountRow, countsSql, SnapshotReader, toCounts } from '../transfer/reader.js'
+import { type Counts, type DataRecord, isoTime, recordRefused } from '../transfer/records.js'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { refuseForeignStore, refuseNewWhereDataWas, StoreMissingError } from './start-checks.js'
 import { isNew } from './store-file.js'
-
-const toIso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
 /**
  * A reader never makes a database (`mustExist`); a writer may make a new one (import or copy into a
@@ -36,71 +31,23 @@ function open (path: string, synchronous: SynchronousLevel, mustExist: boolean):
   return db
 }
 
-function counts (db: Database.Database, liveSince: number): Counts {
-  const n = (sql: string, ...args: unknown[]) => Number((db.prepare(sql).get(...args) as { n: bigint }).n)
-  return {
-    settings: n('SELECT count(*) AS n FROM settings'),
-    apiKeys: n('SELECT count(*) AS n FROM api_keys'),
-    pets: n('SELECT count(*) AS n FROM pets'),
-    idempotencyKeys: n('SELECT count(*) AS n FROM idempotency_keys WHERE created_at >= ?', liveSince)
-  }
-}
-
-interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
-interface IdemRow { api_key_id: bigint, key: string, fingerprint: string, pet_id: bigint, created_at: bigint }
+/** SQLite orders text by bytes already, and keeps created_at in epoch ms. */
+const dialect = { kind: 'sqlite', byBytes: '', param: '?', time: (ms: number) => ms } as const
 
 /**
  * A read transaction on its own connection: in WAL mode it sees one snapshot from its first read
  * to its end, while the server keeps writing. Rows are streamed with iterate(), so memory stays flat.
  */
-export class SqliteTransferReader implements TransferReader {
-  readonly kind = 'sqlite' as const
-  private liveSince = 0
-
-  private constructor (private readonly db: Database.Database) {}
-
-  static open (path: string, synchronous: SynchronousLevel): SqliteTransferReader {
-    return new SqliteTransferReader(open(path, synchronous, true))
-  }
-
-  async begin (liveSince: number): Promise<Counts> {
-    this.liveSince = liveSince
-    this.db.exec('BEGIN') // deferred: the snapshot starts with the first read, the counts
-    return counts(this.db, liveSince)
-  }
-
-  async * settings (): AsyncIterable<SettingRecord> {
-    for (const r of this.db.prepare('SELECT name, value FROM settings ORDER BY name').iterate() as IterableIterator<{ name: string, value: string }>) {
-      yield { type: 'setting', name: r.name, value: r.value }
-    }
-  }
-
-  async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
-    const rows = this.db.prepare(`SELECT ${KEY_EXPORT_COLUMNS} FROM api_keys ORDER BY id`).iterate() as IterableIterator<KeyExportRow>
-    for (const r of rows) yield toKeyRecordLine(r)
-  }
-
-  async * pets (): AsyncIterable<PetRecord> {
-    for (const r of this.db.prepare('SELECT id, name, category_id, status FROM pets ORDER BY id').iterate() as IterableIterator<PetRow>) {
-      yield { type: 'pet', id: r.id, name: r.name, categoryId: r.category_id, status: r.status }
-    }
-  }
-
-  async * idempotencyKeys (): AsyncIterable<IdempotencyRecord> {
-    const rows = this.db.prepare(`SELECT api_key_id, key, fingerprint, pet_id, created_at FROM idempotency_keys
-      WHERE created_at >= ? ORDER BY api_key_id, key`).iterate(this.liveSince) as IterableIterator<IdemRow>
-    for (const r of rows) {
-      yield { type: 'idempotencyKey', apiKeyId: Number(r.api_key_id), key: r.key, fingerprint: r.fingerprint, petId: r.pet_id, createdAt: Number(r.created_at) }
-    }
-  }
-
-  async end (): Promise<void> {
-    if (this.db.inTransaction) this.db.exec('COMMIT')
-  }
-
-  async close (): Promise<void> {
-    if (this.db.open) this.db.close()
-  }
+export function openSqliteReader (path: string, synchronous: SynchronousLevel): TransferReader {
+  const db = open(path, synchronous, true)
+  return new SnapshotReader({
+    ...dialect,
+    // Deferred: the snapshot starts with the first read, the counts.
+    begin: async () => { db.exec('BEGIN') },
+    async * rows<R> (sql: string, params: unknown[] = []) { yield * db.prepare(sql).iterate(...params) as IterableIterator<R> },
+    end: async () => { if (db.inTransaction) db.exec('COMMIT') },
+    close: async () => { if (db.open) db.close() }
+  })
 }
 
 const isConstraint = (err: unknown, kind: 'unique' | 'reference') => {
@@ -137,14 +84,14 @@ export class SqliteTransferWriter implements TransferWriter {
 
   async begin (): Promise<Counts> {
     this.db.exec('BEGIN IMMEDIATE')
-    return counts(this.db, 0)
+    return toCounts(this.db.prepare(countsSql(dialect.param)).get(0) as CountRow)
   }
 
   async write (r: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void> {
     try {
       switch (r.type) {
         case 'setting': (replaceSettings ? this.stmts.replaceSetting : this.stmts.keepSetting).run(r.name, r.value); break
-        case 'apiKey': this.stmts.key.run(r.id, r.name, r.hash, scopesText(r.scopes), toIso(r.createdAt), toIso(r.expiresAt), toIso(r.lastUsedAt), toIso(r.revokedAt)); break
+        case 'apiKey': this.stmts.key.run(r.id, r.name, r.hash, scopesText(r.scopes), isoTime(r.createdAt), isoTime(r.expiresAt), isoTime(r.lastUsedAt), isoTime(r.revokedAt)); break
         case 'pet': this.stmts.pet.run(r.id, r.name, r.categoryId, r.status); break
         case 'idempotencyKey': this.stmts.idem.run(r.apiKeyId, r.key, r.fingerprint, r.petId, r.createdAt); break
       }

@@ -31,6 +31,9 @@ export interface IdempotencyRecord {
 
 export type DataRecord = SettingRecord | ApiKeyRecordLine | PetRecord | IdempotencyRecord
 
+/** A time as the file and the stores' text columns hold it (toISOString). */
+export const isoTime = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
+
 export class TransferLineError extends Error {
   constructor (readonly line: number, problem: string) {
     super(`line ${line}: ${problem}`)
