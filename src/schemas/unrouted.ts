@@ -34,10 +34,10 @@ function errorResponse (status: number, codes: ErrorCode[]): Json {
  * Describes, at the document's root, what a request that matches no operation gets: a path not
  * listed (404), a listed path with another method (405 with Allow), under /v1 authentication and
  * rate limits first (401, 429), and the edge answers any request can get. OpenAPI has no place for
- * these, so they sit in the extension `x-unrouted-requests`, in the shape of an operation's
+ * these, so they are the value of the extension `x-unrouted-requests`, in the shape of an operation's
  * `responses`; the documentation routes (/docs, /openapi.json, /openapi.yaml) are described there too.
  */
-export function describeUnroutedRequests (document: Json): Json {
+export function unroutedRequests (): Json {
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of UNROUTED_CODES) {
     const status = ERROR_CODES[code].status
@@ -59,7 +59,7 @@ export function describeUnroutedRequests (document: Json): Json {
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(status, codes)
   // The docs page's static files carry @fastify/static's weak validators.
   const docsValidator = { type: 'string', pattern: '^(W/)?"[A-Za-z0-9_-]+"$' }
-  document['x-unrouted-requests'] = {
+  return {
     description: 'Answers to a request that matches no operation, for every method the HTTP parser accepts (CONNECT included): ' +
       '404 `not_found` for a path not listed, 405 `method_not_allowed` with `Allow` for a listed path and another method, ' +
       'decided before any body is read. Under `/v1` authentication and rate limits come first (401, 429). ' +
@@ -138,5 +138,4 @@ export function describeUnroutedRequests (document: Json): Json {
       }
     }
   }
-  return document
 }
