@@ -85,7 +85,7 @@ function shareHeaders (document: Json): Json {
 }
 
 /** Statuses any operation can answer: one shared component each, so an operation's own answers stand out. */
-export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503', '505'])
+const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503', '505'])
 
 /** "Request headers too large: an `Error`…" → "RequestHeadersTooLarge". */
 function responseName (description: string): string {
@@ -97,25 +97,25 @@ function responseName (description: string): string {
  * component per variant: the most used keeps the plain name, others take their first operation's.
  */
 function shareResponses (document: Json): Json {
-  const variants = new Map<string, { status: string, response: Json, users: Array<{ opId: string, responses: Json }> }>()
+  // By status, then by the response's text: each variant and the operations that answer it.
+  const byStatus = new Map<string, Map<string, { response: Json, users: Array<{ opId: string, responses: Json }> }>>()
   for (const op of operations(document)) {
     const responses = (op.responses ?? {}) as Record<string, Json>
     for (const [status, response] of Object.entries(responses)) {
       if (!SHARED_STATUSES.has(status) || response.$ref !== undefined) continue
-      const key = `${status} ${JSON.stringify(response)}`
-      const variant = variants.get(key) ?? { status, response, users: [] }
+      if (!byStatus.has(status)) byStatus.set(status, new Map())
+      const variants = byStatus.get(status)!
+      const key = JSON.stringify(response)
+      const variant = variants.get(key) ?? { response, users: [] }
       variant.users.push({ opId: String(op.operationId), responses })
       variants.set(key, variant)
     }
   }
-  const byStatus = new Map<string, Array<typeof variants extends Map<string, infer V> ? V : never>>()
-  for (const v of variants.values()) byStatus.set(v.status, [...(byStatus.get(v.status) ?? []), v])
   const shared: Record<string, Json> = {}
   for (const status of [...byStatus.keys()].sort()) {
-    const list = byStatus.get(status)!
     // Among variants used equally often, the one with more headers (a /v1 operation's) keeps the plain name.
     const headerCount = (r: Json): number => Object.keys((r.headers ?? {}) as Json).length
-    const ranked = [...list].sort((a, b) => b.users.length - a.users.length || headerCount(b.response) - headerCount(a.response))
+    const ranked = [...byStatus.get(status)!.values()].sort((a, b) => b.users.length - a.users.length || headerCount(b.response) - headerCount(a.response))
     for (const [i, v] of ranked.entries()) {
       const base = responseName(String(v.response.description))
       const name = i === 0 ? base : `${base}_${v.users[0]!.opId}`
@@ -268,34 +268,22 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       // As a stream: the page's large scripts are piped from the file, not buffered per request.
       const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers, payloadAsStream: true })
       const body = res.stream()
+      // Only a file's bytes are piped: an empty file, a 3xx and every refusal are answered here.
+      const empty = res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)
+      if (empty || res.statusCode >= 400) body.destroy()
       // A missing file: the service's own 404 (or 405), as for any other path.
-      if (res.statusCode === 404) {
-        body.destroy()
-        return reply.callNotFound()
-      }
-      if (res.statusCode >= 500) {
-        body.destroy()
-        throw new Error(`the docs page failed: ${res.statusCode}`)
-      }
+      if (res.statusCode === 404) return reply.callNotFound()
+      if (res.statusCode >= 500) throw new Error(`the docs page failed: ${res.statusCode}`)
       // @fastify/static's refusals (412, 416) come in Fastify's default error shape: answered as the API's Error.
-      if (res.statusCode >= 400) {
-        body.destroy()
-        throw staticFileError(res.statusCode, res.headers['content-range'])
-      }
+      if (res.statusCode >= 400) throw staticFileError(res.statusCode, res.headers['content-range'])
       for (const [name, value] of Object.entries(res.headers)) {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
       reply.code(res.statusCode)
       // No body: no Content-Length on a 304 (RFC 9110 §8.6); an empty one, GET and HEAD alike, on a
       // redirect (no made-up Content-Type).
-      if (res.statusCode === 304) {
-        body.destroy()
-        return reply.send(headNoBody(request))
-      }
-      if (res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)) {
-        body.destroy()
-        return reply.header('content-length', '0').send(headNoBody(request))
-      }
+      if (res.statusCode === 304) return reply.send(headNoBody(request))
+      if (empty) return reply.header('content-length', '0').send(headNoBody(request))
       // The file's length, as @fastify/static gave it: the stream is not measured again (HEAD too).
       const length = res.headers['content-length']
       if (length !== undefined) reply.header('content-length', length)
