@@ -38,8 +38,7 @@ export function createValidatorCompiler (shared: readonly TSchema[], phrases: Ru
   const requestAjv = (allErrors: boolean): Ajv2020 => {
     let ajv = instances.get(allErrors)
     if (ajv === undefined) {
-      ajv = createRequestAjv({ allErrors })
-      for (const schema of shared) ajv.addSchema(withInt64(schema))
+      ajv = createRequestAjv({ allErrors }).addSchema(shared.map(withInt64))
       instances.set(allErrors, ajv)
     }
     return ajv
