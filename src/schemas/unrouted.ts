@@ -1,4 +1,4 @@
-import { AUTHENTICATION_CODES, EDGE_CODES } from './responses.js'
+import { AUTHENTICATION_CODES, codesByStatus, EDGE_CODES } from './responses.js'
 import { ERROR_CODES, type ErrorCode } from '../errors.js'
 
 type Json = Record<string, unknown>
@@ -7,7 +7,7 @@ const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` }
 const errorContent = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
 
 /** Codes a request that matches no operation can get: the edge codes, and the router's and /v1's own. */
-const UNROUTED_CODES: ErrorCode[] = [...new Set<ErrorCode>([...EDGE_CODES, 'invalid_parameter', ...AUTHENTICATION_CODES, 'not_found', 'method_not_allowed'])]
+const UNROUTED_CODES: ErrorCode[] = [...EDGE_CODES, 'invalid_parameter', ...AUTHENTICATION_CODES, 'not_found', 'method_not_allowed']
 
 function errorResponse (status: number, codes: ErrorCode[]): Json {
   const headers: Json = { 'X-Request-Id': header('X-Request-Id') }
@@ -38,11 +38,6 @@ function errorResponse (status: number, codes: ErrorCode[]): Json {
  * `responses`; the documentation routes (/docs, /openapi.json, /openapi.yaml) are described there too.
  */
 export function unroutedRequests (): Json {
-  const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of UNROUTED_CODES) {
-    const status = ERROR_CODES[code].status
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
-  }
   const responses: Json = {}
   responses['204'] = {
     description: 'A CORS preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), only when CORS_ORIGINS is set; ' +
@@ -56,7 +51,7 @@ export function unroutedRequests (): Json {
       }
     }
   }
-  for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(status, codes)
+  for (const [status, codes] of codesByStatus(UNROUTED_CODES)) responses[String(status)] = errorResponse(status, codes)
   // The docs page's static files carry @fastify/static's weak validators.
   const docsValidator = { type: 'string', pattern: '^(W/)?"[A-Za-z0-9_-]+"$' }
   return {
