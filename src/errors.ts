@@ -80,19 +80,16 @@ export class ApiError extends Error {
 
 /** Thrown by a store when the database cannot be reached or refuses work (disk full, read-only, down). */
 export class StoreUnavailableError extends Error {
-  constructor (message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.name = 'StoreUnavailableError'
-  }
+  override name = 'StoreUnavailableError'
 }
+
+/** What a client is told while a start's store is still being checked (plugins/store-opening.ts). */
+export const STORE_OPENING_MESSAGE = 'the service is starting: its store is being checked; retry shortly'
 
 /**
  * Thrown by a SQLite store that a server start is still checking and migrating (sqlite/opening.ts):
  * nothing is read or written before its file has passed the check.
  */
-/** What a client is told while a start's store is still being checked (plugins/store-opening.ts). */
-export const STORE_OPENING_MESSAGE = 'the service is starting: its store is being checked; retry shortly'
-
 export class StoreOpeningError extends StoreUnavailableError {
   constructor (message = 'the store is being checked before it is served') {
     super(message)
@@ -121,10 +118,7 @@ export class StoreGoneError extends StoreUnavailableError {
  * not have happened. Answered 503 `outcome_unknown`, never as "nothing was written".
  */
 export class OutcomeUnknownError extends StoreUnavailableError {
-  constructor (message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.name = 'OutcomeUnknownError'
-  }
+  override name = 'OutcomeUnknownError'
 }
 
 /** A start-up or CLI failure whose message is already one line for people, naming the setting to look at. */

@@ -31,8 +31,11 @@ function samples (curl: string, fetch: string[], client?: string[]): CodeSample[
   ]
 }
 
-/** What a fetch sample does with the answer: an Error object, or the body with exact integers. */
-const READ = [
+/** A fetch sample that reads the answer it requests: an Error object, or the body with exact integers. */
+const EXACT_FETCH = (request: string[]): string[] => [
+  "import { parse } from 'lossless-json'",
+  '',
+  ...request,
   'const text = await res.text()',
   'if (!res.ok) throw new Error(`${res.status}: ${text}`) // an Error object: branch on its code', // eslint-disable-line no-template-curly-in-string
   'const body = parse(text, null, BigInt) // id and categoryId as exact bigint values',
@@ -49,10 +52,7 @@ export const CODE_SAMPLES: Readonly<Record<string, CodeSample[]>> = {
   listPets: samples(
     `curl -sS '${SAMPLE_ORIGIN}/v1/pets?limit=20&status=available' ${AUTH}`,
     [
-      "import { parse } from 'lossless-json'",
-      '',
-      `const res = await fetch('${SAMPLE_ORIGIN}/v1/pets?limit=20&status=available', { headers: { ${FETCH_AUTH} } })`,
-      ...READ,
+      ...EXACT_FETCH([`const res = await fetch('${SAMPLE_ORIGIN}/v1/pets?limit=20&status=available', { headers: { ${FETCH_AUTH} } })`]),
       "console.log(res.headers.get('link')) // the next page, when more animals follow"
     ],
     [
@@ -64,16 +64,13 @@ export const CODE_SAMPLES: Readonly<Record<string, CodeSample[]>> = {
   ),
   createPet: samples(
     `curl -sS -X POST '${SAMPLE_ORIGIN}/v1/pets' ${AUTH} \\\n  -H 'Content-Type: application/json' \\\n  -d '{"name":"Rex","categoryId":3,"status":"available"}'`,
-    [
-      "import { parse } from 'lossless-json'",
-      '',
+    EXACT_FETCH([
       `const res = await fetch('${SAMPLE_ORIGIN}/v1/pets', {`,
       "  method: 'POST',",
       `  headers: { ${FETCH_AUTH}, 'Content-Type': 'application/json', 'Idempotency-Key': crypto.randomUUID() },`,
       '  body: \'{"name":"Rex","categoryId":3,"status":"available"}\' // write int64 values as plain digits, not through JSON.stringify of a number',
-      '})',
-      ...READ
-    ],
+      '})'
+    ]),
     [
       "const rex = await petstore.createPet({ name: 'Rex', categoryId: 3n, status: 'available' }, { idempotencyKey: crypto.randomUUID() })",
       'console.log(rex.id, rex.categoryId) // exact bigint values'
@@ -81,12 +78,7 @@ export const CODE_SAMPLES: Readonly<Record<string, CodeSample[]>> = {
   ),
   getPet: samples(
     `curl -sS '${SAMPLE_ORIGIN}/v1/pets/1' ${AUTH}`,
-    [
-      "import { parse } from 'lossless-json'",
-      '',
-      `const res = await fetch('${SAMPLE_ORIGIN}/v1/pets/1', { headers: { ${FETCH_AUTH} } })`,
-      ...READ
-    ],
+    EXACT_FETCH([`const res = await fetch('${SAMPLE_ORIGIN}/v1/pets/1', { headers: { ${FETCH_AUTH} } })`]),
     [
       'const pet = await petstore.getPet(1n) // deprecated: prefer listPets',
       'console.log(pet.name, pet.status)'

@@ -78,13 +78,11 @@ export function docsPageOptions (config: Readonly<Config>): FastifySwaggerUiOpti
     staticCSP: true,
     // Less what would break or leak here: upgrade-insecure-requests (plain-HTTP deployments), the
     // third-party validator, https fonts and styles; "Try it out" may call the configured base addresses.
-    transformStaticCSP: (header: string) => {
-      return header
-        .replace(/ ?upgrade-insecure-requests;/, '')
-        .replace(' validator.swagger.io', '')
-        .replace(/ https:/g, '')
-        .replace(/\s+/g, ' ')
-        .trim() + ` connect-src ${["'self'", ...otherOrigins(config)].join(' ')};`
-    }
+    transformStaticCSP: (header: string) => header
+      .replace(/ ?upgrade-insecure-requests;/, '')
+      .replace(' validator.swagger.io', '')
+      .replace(/ https:/g, '')
+      .replace(/\s+/g, ' ')
+      .trim() + ` connect-src ${["'self'", ...otherOrigins(config)].join(' ')};`
   }
 }

@@ -4,8 +4,9 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config/index.js'
 import { CODE_SAMPLES } from '../docs/code-samples.js'
 import { docsPageOptions } from '../docs/page.js'
+import { SHARED_SCHEMAS } from '../schemas/index.js'
 import { SCOPES } from '../schemas/scopes.js'
-import { describeUnroutedRequests } from '../schemas/unrouted.js'
+import { unroutedRequests } from '../schemas/unrouted.js'
 import { documentRoute, redirectDocsIndex } from '../http/document-routes.js'
 import { headNoBody } from '../http/representations.js'
 import { JSON_TYPE } from '../http/media-types.js'
@@ -35,20 +36,28 @@ function servers (config: Readonly<Config>): Array<{ url: string, description: s
   return list
 }
 
+/** Every operation of the document, each path's methods in order. */
+function operations (document: Json): Json[] {
+  return Object.values(document.paths as Record<string, Json>).flatMap(item => Object.values(item) as Json[])
+}
+
+/** The headers of every operation's responses, one map per response. */
+function responseHeaders (document: Json): Array<Record<string, Json>> {
+  return operations(document)
+    .flatMap(op => Object.values((op.responses ?? {}) as Record<string, Json>))
+    .map(response => (response.headers ?? {}) as Record<string, Json>)
+}
+
 /** swagger copies header schemas as they are: our `x-required` marker moves to the header object. */
 function liftRequiredHeaders (document: Json): Json {
-  for (const item of Object.values(document.paths as Record<string, Json>)) {
-    for (const op of Object.values(item) as Json[]) {
-      for (const response of Object.values((op.responses ?? {}) as Record<string, Json>)) {
-        for (const h of Object.values((response.headers ?? {}) as Record<string, Json>)) {
-          const schema = h.schema as Json
-          if (schema['x-required'] === true) h.required = true
-          delete schema['x-required']
-          if (schema.example !== undefined) {
-            h.example = schema.example
-            delete schema.example
-          }
-        }
+  for (const headers of responseHeaders(document)) {
+    for (const h of Object.values(headers)) {
+      const schema = h.schema as Json
+      if (schema['x-required'] === true) h.required = true
+      delete schema['x-required']
+      if (schema.example !== undefined) {
+        h.example = schema.example
+        delete schema.example
       }
     }
   }
@@ -58,31 +67,25 @@ function liftRequiredHeaders (document: Json): Json {
 /** Each header once in components/headers; a name with two different definitions (Link) stays inline. */
 function shareHeaders (document: Json): Json {
   const uses = new Map<string, Json[]>()
-  const each = (f: (headers: Record<string, Json>, name: string) => void): void => {
-    for (const item of Object.values(document.paths as Record<string, Json>)) {
-      for (const op of Object.values(item) as Json[]) {
-        for (const response of Object.values((op.responses ?? {}) as Record<string, Json>)) {
-          const headers = (response.headers ?? {}) as Record<string, Json>
-          for (const name of Object.keys(headers)) f(headers, name)
-        }
-      }
-    }
+  for (const headers of responseHeaders(document)) {
+    for (const [name, h] of Object.entries(headers)) uses.set(name, [...(uses.get(name) ?? []), h])
   }
-  each((headers, name) => uses.set(name, [...(uses.get(name) ?? []), headers[name]!]))
   const shared: Record<string, Json> = {}
   for (const [name, list] of uses) {
     const text = JSON.stringify(list[0])
     if (list.every(h => JSON.stringify(h) === text)) shared[name] = list[0]!
   }
-  each((headers, name) => {
-    if (shared[name] !== undefined) headers[name] = { $ref: `#/components/headers/${name}` }
-  })
+  for (const headers of responseHeaders(document)) {
+    for (const name of Object.keys(headers)) {
+      if (shared[name] !== undefined) headers[name] = { $ref: `#/components/headers/${name}` }
+    }
+  }
   document.components = { ...(document.components as Json), headers: shared }
   return document
 }
 
 /** Statuses any operation can answer: one shared component each, so an operation's own answers stand out. */
-export const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503', '505'])
+const SHARED_STATUSES: ReadonlySet<string> = new Set(['401', '403', '408', '413', '414', '415', '417', '429', '431', '500', '501', '503', '505'])
 
 /** "Request headers too large: an `Error`…" → "RequestHeadersTooLarge". */
 function responseName (description: string): string {
@@ -94,27 +97,25 @@ function responseName (description: string): string {
  * component per variant: the most used keeps the plain name, others take their first operation's.
  */
 function shareResponses (document: Json): Json {
-  const variants = new Map<string, { status: string, response: Json, users: Array<{ opId: string, responses: Json }> }>()
-  for (const item of Object.values(document.paths as Record<string, Json>)) {
-    for (const op of Object.values(item) as Json[]) {
-      const responses = (op.responses ?? {}) as Record<string, Json>
-      for (const [status, response] of Object.entries(responses)) {
-        if (!SHARED_STATUSES.has(status) || response.$ref !== undefined) continue
-        const key = `${status} ${JSON.stringify(response)}`
-        const variant = variants.get(key) ?? { status, response, users: [] }
-        variant.users.push({ opId: String(op.operationId), responses })
-        variants.set(key, variant)
-      }
+  // By status, then by the response's text: each variant and the operations that answer it.
+  const byStatus = new Map<string, Map<string, { response: Json, users: Array<{ opId: string, responses: Json }> }>>()
+  for (const op of operations(document)) {
+    const responses = (op.responses ?? {}) as Record<string, Json>
+    for (const [status, response] of Object.entries(responses)) {
+      if (!SHARED_STATUSES.has(status) || response.$ref !== undefined) continue
+      if (!byStatus.has(status)) byStatus.set(status, new Map())
+      const variants = byStatus.get(status)!
+      const key = JSON.stringify(response)
+      const variant = variants.get(key) ?? { response, users: [] }
+      variant.users.push({ opId: String(op.operationId), responses })
+      variants.set(key, variant)
     }
   }
-  const byStatus = new Map<string, Array<typeof variants extends Map<string, infer V> ? V : never>>()
-  for (const v of variants.values()) byStatus.set(v.status, [...(byStatus.get(v.status) ?? []), v])
   const shared: Record<string, Json> = {}
   for (const status of [...byStatus.keys()].sort()) {
-    const list = byStatus.get(status)!
     // Among variants used equally often, the one with more headers (a /v1 operation's) keeps the plain name.
     const headerCount = (r: Json): number => Object.keys((r.headers ?? {}) as Json).length
-    const ranked = [...list].sort((a, b) => b.users.length - a.users.length || headerCount(b.response) - headerCount(a.response))
+    const ranked = [...byStatus.get(status)!.values()].sort((a, b) => b.users.length - a.users.length || headerCount(b.response) - headerCount(a.response))
     for (const [i, v] of ranked.entries()) {
       const base = responseName(String(v.response.description))
       const name = i === 0 ? base : `${base}_${v.users[0]!.opId}`
@@ -127,11 +128,9 @@ function shareResponses (document: Json): Json {
 }
 
 function addCodeSamples (document: Json): Json {
-  for (const item of Object.values(document.paths as Record<string, Json>)) {
-    for (const op of Object.values(item) as Json[]) {
-      const samples = CODE_SAMPLES[String(op.operationId)]
-      if (samples !== undefined) op['x-codeSamples'] = samples
-    }
+  for (const op of operations(document)) {
+    const samples = CODE_SAMPLES[String(op.operationId)]
+    if (samples !== undefined) op['x-codeSamples'] = samples
   }
   return document
 }
@@ -172,7 +171,10 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
           }
         }
       },
-      security: [{ bearerAuth: [] }]
+      security: [{ bearerAuth: [] }],
+      // @fastify/swagger writes `x-` keys of these options at the document's root, after the others
+      // (its types name no extensions).
+      ...{ 'x-unrouted-requests': unroutedRequests() }
     },
     // Shared schemas (Error) keep their $id as their component name.
     refResolver: {
@@ -182,7 +184,7 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
       if (url.startsWith('/v1/') || schema === undefined) return { schema, url }
       return { schema: { ...schema, servers: rootServers } as typeof schema, url }
     },
-    transformObject: (documentObject) => addCodeSamples(shareResponses(describeUnroutedRequests(shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject))))) as never
+    transformObject: (documentObject) => addCodeSamples(shareResponses(shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject)))) as never
   }
 }
 
@@ -205,21 +207,10 @@ declare module 'fastify' {
  */
 async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
   const routes: RouteOptions[] = []
-  const scopes: FastifyInstance[] = []
-  const shared = new Map<string, unknown>()
   app.addHook('onRoute', (route) => { routes.push(route) })
-  app.addHook('onRegister', (scope) => { scopes.push(scope) })
-  app.addHook('onReady', (done) => {
-    // As @fastify/swagger gathers them: each scope's schemas in registration order, then the root's.
-    for (const scope of [...scopes, app]) {
-      for (const [id, schema] of Object.entries(scope.getSchemas())) shared.set(id, schema)
-    }
-    scopes.length = 0
-    done()
-  })
   let built: Promise<DocsApp> | undefined
   app.decorate('docsApp', async () => {
-    built ??= buildDocsApp(opts.config, routes, shared).catch((err: unknown) => {
+    built ??= buildDocsApp(opts.config, routes).catch((err: unknown) => {
       built = undefined
       throw err
     })
@@ -229,13 +220,14 @@ async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }
 
 export const openApiPlugin = fp(openApi, { name: 'petstore-openapi' })
 
-async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOptions[], shared: ReadonlyMap<string, unknown>): Promise<DocsApp> {
+async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOptions[]): Promise<DocsApp> {
   const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([import('@fastify/swagger'), import('@fastify/swagger-ui')])
   const docs = Fastify({ logger: false, exposeHeadRoutes: false })
   docs.setValidatorCompiler(() => () => true)
   docs.setSerializerCompiler(() => (data) => JSON.stringify(data))
   await docs.register(swagger, swaggerOptions(config))
-  for (const schema of shared.values()) docs.addSchema(schema)
+  // The named schemas the routes refer to: the same list registerSchemas adds to the service.
+  for (const schema of SHARED_SCHEMAS) docs.addSchema(schema)
   for (const route of routes) {
     // Hidden routes are left out of the document anyway; among them are this app's own (/docs…).
     if (route.schema?.hide === true) continue
@@ -276,34 +268,22 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       // As a stream: the page's large scripts are piped from the file, not buffered per request.
       const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers, payloadAsStream: true })
       const body = res.stream()
+      // Only a file's bytes are piped: an empty file, a 3xx and every refusal are answered here.
+      const empty = res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)
+      if (empty || res.statusCode >= 400) body.destroy()
       // A missing file: the service's own 404 (or 405), as for any other path.
-      if (res.statusCode === 404) {
-        body.destroy()
-        return reply.callNotFound()
-      }
-      if (res.statusCode >= 500) {
-        body.destroy()
-        throw new Error(`the docs page failed: ${res.statusCode}`)
-      }
+      if (res.statusCode === 404) return reply.callNotFound()
+      if (res.statusCode >= 500) throw new Error(`the docs page failed: ${res.statusCode}`)
       // @fastify/static's refusals (412, 416) come in Fastify's default error shape: answered as the API's Error.
-      if (res.statusCode >= 400) {
-        body.destroy()
-        throw staticFileError(res.statusCode, res.headers['content-range'])
-      }
+      if (res.statusCode >= 400) throw staticFileError(res.statusCode, res.headers['content-range'])
       for (const [name, value] of Object.entries(res.headers)) {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
       reply.code(res.statusCode)
       // No body: no Content-Length on a 304 (RFC 9110 §8.6); an empty one, GET and HEAD alike, on a
       // redirect (no made-up Content-Type).
-      if (res.statusCode === 304) {
-        body.destroy()
-        return reply.send(headNoBody(request))
-      }
-      if (res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)) {
-        body.destroy()
-        return reply.header('content-length', '0').send(headNoBody(request))
-      }
+      if (res.statusCode === 304) return reply.send(headNoBody(request))
+      if (empty) return reply.header('content-length', '0').send(headNoBody(request))
       // The file's length, as @fastify/static gave it: the stream is not measured again (HEAD too).
       const length = res.headers['content-length']
       if (length !== undefined) reply.header('content-length', length)

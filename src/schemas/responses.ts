@@ -118,15 +118,20 @@ export const AUTHENTICATION_CODES = ['unauthorized', 'key_expired', 'rate_limite
 /** ...and to an operation, which needs a scope (its `config.scope`). */
 export const AUTHORIZATION_CODES = [...AUTHENTICATION_CODES, 'insufficient_scope'] as const satisfies readonly ErrorCode[]
 
-/** One Error response per status, its description naming the codes; the edge codes are always added. */
-export function errorResponses (codes: readonly ErrorCode[], extraHeaders: HeaderMap = {}): Record<number, object> {
+/** The codes (each once, in the order given) grouped by their status, in ascending status order. */
+export function codesByStatus (codes: Iterable<ErrorCode>): Array<[number, ErrorCode[]]> {
   const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of [...new Set([...codes, ...EDGE_CODES])]) {
+  for (const code of new Set(codes)) {
     const status = ERROR_CODES[code].status
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }
+  return [...byStatus].sort((a, b) => a[0] - b[0])
+}
+
+/** One Error response per status, its description naming the codes; the edge codes are always added. */
+export function errorResponses (codes: readonly ErrorCode[], extraHeaders: HeaderMap = {}): Record<number, object> {
   const out: Record<number, object> = {}
-  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+  for (const [status, list] of codesByStatus([...codes, ...EDGE_CODES])) {
     const edgeOnly = list.every(c => BEFORE_LIMITS.has(c) && !codes.includes(c))
     const extra = list.every(c => PARSER_ONLY.has(c)) ? {} : edgeOnly ? beforeLimits(extraHeaders) : extraHeaders
     // The codes only: what each means is the Error schema's x-error-codes, once.

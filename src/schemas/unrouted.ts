@@ -1,4 +1,4 @@
-import { AUTHENTICATION_CODES, EDGE_CODES } from './responses.js'
+import { AUTHENTICATION_CODES, codesByStatus, EDGE_CODES } from './responses.js'
 import { ERROR_CODES, type ErrorCode } from '../errors.js'
 
 type Json = Record<string, unknown>
@@ -7,7 +7,7 @@ const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` }
 const errorContent = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
 
 /** Codes a request that matches no operation can get: the edge codes, and the router's and /v1's own. */
-const UNROUTED_CODES: ErrorCode[] = [...new Set<ErrorCode>([...EDGE_CODES, 'invalid_parameter', ...AUTHENTICATION_CODES, 'not_found', 'method_not_allowed'])]
+const UNROUTED_CODES: ErrorCode[] = [...EDGE_CODES, 'invalid_parameter', ...AUTHENTICATION_CODES, 'not_found', 'method_not_allowed']
 
 function errorResponse (status: number, codes: ErrorCode[]): Json {
   const headers: Json = { 'X-Request-Id': header('X-Request-Id') }
@@ -34,15 +34,10 @@ function errorResponse (status: number, codes: ErrorCode[]): Json {
  * Describes, at the document's root, what a request that matches no operation gets: a path not
  * listed (404), a listed path with another method (405 with Allow), under /v1 authentication and
  * rate limits first (401, 429), and the edge answers any request can get. OpenAPI has no place for
- * these, so they sit in the extension `x-unrouted-requests`, in the shape of an operation's
+ * these, so they are the value of the extension `x-unrouted-requests`, in the shape of an operation's
  * `responses`; the documentation routes (/docs, /openapi.json, /openapi.yaml) are described there too.
  */
-export function describeUnroutedRequests (document: Json): Json {
-  const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of UNROUTED_CODES) {
-    const status = ERROR_CODES[code].status
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
-  }
+export function unroutedRequests (): Json {
   const responses: Json = {}
   responses['204'] = {
     description: 'A CORS preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), only when CORS_ORIGINS is set; ' +
@@ -56,10 +51,10 @@ export function describeUnroutedRequests (document: Json): Json {
       }
     }
   }
-  for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(status, codes)
+  for (const [status, codes] of codesByStatus(UNROUTED_CODES)) responses[String(status)] = errorResponse(status, codes)
   // The docs page's static files carry @fastify/static's weak validators.
   const docsValidator = { type: 'string', pattern: '^(W/)?"[A-Za-z0-9_-]+"$' }
-  document['x-unrouted-requests'] = {
+  return {
     description: 'Answers to a request that matches no operation, for every method the HTTP parser accepts (CONNECT included): ' +
       '404 `not_found` for a path not listed, 405 `method_not_allowed` with `Allow` for a listed path and another method, ' +
       'decided before any body is read. Under `/v1` authentication and rate limits come first (401, 429). ' +
@@ -138,5 +133,4 @@ export function describeUnroutedRequests (document: Json): Json {
       }
     }
   }
-  return document
 }

@@ -14,15 +14,13 @@ export const DECIMAL_INTEGER = /^(?:0|-?[1-9][0-9]*)$/
  * stays a string, which the schema refuses. Ajv's coerceTypes would also take " 5", "5.0" or "".
  */
 function integerReader (schema: Json): (data: unknown) => unknown {
-  const props = Object.entries((schema.properties ?? {}) as Record<string, Json>)
-  const int64 = props.filter(([, s]) => s.int64 === true).map(([k]) => k)
-  const integer = props.filter(([, s]) => s.type === 'integer').map(([k]) => k)
-  if (int64.length === 0 && integer.length === 0) return (data) => data
+  const readers = Object.entries((schema.properties ?? {}) as Record<string, Json>)
+    .flatMap(([k, s]): Array<[string, (digits: string) => unknown]> => s.int64 === true ? [[k, BigInt]] : s.type === 'integer' ? [[k, Number]] : [])
+  if (readers.length === 0) return (data) => data
   return (data) => {
     if (data === null || typeof data !== 'object') return data
     const out: Record<string, unknown> = { ...data }
-    for (const k of int64) if (typeof out[k] === 'string' && DECIMAL_INTEGER.test(out[k])) out[k] = BigInt(out[k])
-    for (const k of integer) if (typeof out[k] === 'string' && DECIMAL_INTEGER.test(out[k])) out[k] = Number(out[k])
+    for (const [k, read] of readers) if (typeof out[k] === 'string' && DECIMAL_INTEGER.test(out[k])) out[k] = read(out[k])
     return out
   }
 }
@@ -38,8 +36,7 @@ export function createValidatorCompiler (shared: readonly TSchema[], phrases: Ru
   const requestAjv = (allErrors: boolean): Ajv2020 => {
     let ajv = instances.get(allErrors)
     if (ajv === undefined) {
-      ajv = createRequestAjv({ allErrors })
-      for (const schema of shared) ajv.addSchema(withInt64(schema))
+      ajv = createRequestAjv({ allErrors }).addSchema(shared.map(withInt64))
       instances.set(allErrors, ajv)
     }
     return ajv
