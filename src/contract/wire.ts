@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { connect as netConnect, type Socket } from 'node:net'
@@ -72,31 +73,32 @@ const show = (b: Buffer): string => JSON.stringify(b.subarray(0, 60).toString('l
 export class RawConnection {
   private buffered = Buffer.alloc(0)
   private ended = false
-  private failure: Error | undefined
-  private wake: (() => void) | undefined
+  /** What the reader waits for, named in the timeout's FramingError. */
+  private awaiting = ''
+  private readonly chunks: AsyncIterator<Buffer>
 
-  private constructor (private readonly socket: Socket, private readonly timeoutMs: number) {
-    socket.on('data', (d: Buffer) => { this.buffered = Buffer.concat([this.buffered, d]); this.notify() })
-    socket.on('end', () => { this.ended = true; this.notify() })
-    socket.on('close', () => { this.ended = true; this.notify() })
-    socket.on('error', (err) => { this.failure = err; this.notify() })
+  private constructor (private readonly socket: Socket, timeoutMs: number) {
+    // An idle socket fails the read awaited (or the next one) with this error; the 'error' listener
+    // keeps it from being thrown when no read is pending.
+    socket.setTimeout(timeoutMs, () => socket.destroy(new FramingError(this.awaiting, `nothing more within ${timeoutMs} ms after ${show(this.buffered)}`)))
+    socket.on('error', () => {})
+    this.chunks = socket[Symbol.asyncIterator]()
   }
 
-  static open (target: Target): Promise<RawConnection> {
+  static async open (target: Target): Promise<RawConnection> {
     const { hostname, port, protocol } = target.base
     const host = hostname.replace(/^\[|\]$/g, '')
-    return new Promise((resolve, reject) => {
-      const socket = protocol === 'https:'
-        ? tlsConnect({ host, port: Number(port === '' ? 443 : port), servername: /^[\d.]+$|:/.test(host) ? undefined : host, ALPNProtocols: ['http/1.1'] })
-        : netConnect({ host, port: Number(port === '' ? 80 : port) })
-      const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no connection within ${target.timeoutMs} ms`)) }, target.timeoutMs)
-      socket.once(protocol === 'https:' ? 'secureConnect' : 'connect', () => { clearTimeout(timer); resolve(new RawConnection(socket, target.timeoutMs)) })
-      socket.once('error', (err) => { clearTimeout(timer); reject(err) })
-    })
-  }
-
-  get closed (): boolean {
-    return this.ended
+    const socket = protocol === 'https:'
+      ? tlsConnect({ host, port: Number(port === '' ? 443 : port), servername: /^[\d.]+$|:/.test(host) ? undefined : host, ALPNProtocols: ['http/1.1'] })
+      : netConnect({ host, port: Number(port === '' ? 80 : port) })
+    try {
+      // once() rejects on the socket's 'error' event, and on the timeout's abort.
+      await once(socket, protocol === 'https:' ? 'secureConnect' : 'connect', { signal: AbortSignal.timeout(target.timeoutMs) })
+    } catch (err) {
+      socket.destroy()
+      throw (err as Error).name === 'AbortError' ? new Error(`no connection within ${target.timeoutMs} ms`) : err
+    }
+    return new RawConnection(socket, target.timeoutMs)
   }
 
   write (text: string): void {
@@ -107,21 +109,18 @@ export class RawConnection {
     this.socket.destroy()
   }
 
-  private notify (): void {
-    const wake = this.wake
-    this.wake = undefined
-    wake?.()
+  /** Waits until more bytes arrive or the peer closes; throws when it has closed already or the timeout passes. */
+  private async more (what: string): Promise<void> {
+    if (this.ended) throw new FramingError(what, `the connection closed after ${show(this.buffered)}`)
+    this.awaiting = what
+    const next = await this.chunks.next()
+    if (next.done === true) this.ended = true
+    else this.buffered = Buffer.concat([this.buffered, next.value])
   }
 
-  /** Waits until more bytes arrive, the peer closes, or the timeout passes. */
-  private async more (what: string): Promise<void> {
-    if (this.failure !== undefined) throw this.failure
-    if (this.ended) throw new FramingError(what, `the connection closed after ${show(this.buffered)}`)
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => { this.wake = undefined; reject(new FramingError(what, `nothing more within ${this.timeoutMs} ms after ${show(this.buffered)}`)) }, this.timeoutMs)
-      this.wake = () => { clearTimeout(timer); resolve() }
-    })
-    if (this.failure !== undefined) throw this.failure
+  private async untilClosed (what: string): Promise<Buffer> {
+    while (!this.ended) await this.more(what)
+    return this.buffered
   }
 
   private async line (what: string): Promise<string> {
@@ -189,14 +188,7 @@ export class RawConnection {
       return { status, headers, body, framing: 'content-length' }
     }
     // Neither: the body runs until the connection closes.
-    while (!this.ended) {
-      try {
-        await this.more('the connection to close (no Content-Length, not chunked)')
-      } catch (err) {
-        if (!this.ended) throw err
-      }
-    }
-    const body = this.buffered
+    const body = await this.untilClosed('the connection to close (no Content-Length, not chunked)')
     this.buffered = Buffer.alloc(0)
     return { status, headers, body, framing: 'close' }
   }
@@ -206,15 +198,8 @@ export class RawConnection {
     return this.buffered
   }
 
-  /** Waits for the peer to close (after Connection: close), then says whether extra bytes came. */
+  /** Waits for the peer to close (after Connection: close), then gives the bytes that came after the answers read. */
   async closedCleanly (): Promise<Buffer> {
-    while (!this.ended) {
-      try {
-        await this.more('the connection to close')
-      } catch (err) {
-        if (!this.ended) throw err
-      }
-    }
-    return this.buffered
+    return await this.untilClosed('the connection to close')
   }
 }
