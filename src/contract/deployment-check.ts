@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
-import { ConformanceError, ResponseChecker } from './response-check.js'
+import { ConformanceError, escapePointer, resolveRef, ResponseChecker, type Operation } from './response-check.js'
 import { FramingError, RawConnection, send, type Answer, type Target } from './wire.js'
 
 /*
@@ -56,10 +56,6 @@ export class KeyRefused extends Error {
   }
 }
 
-const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head']
-
-interface Op { method: string, template: string, op: Json, path: string }
-
 const lower = (h: Answer['headers'], name: string): string | undefined => {
   const v = h[name.toLowerCase()]
   return Array.isArray(v) ? v.join(', ') : v
@@ -71,7 +67,7 @@ function firstDifference (a: unknown, b: unknown, at = ''): string | undefined {
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return at === '' ? '/' : at
   const keys = new Set([...Object.keys(a), ...Object.keys(b)])
   for (const k of keys) {
-    const d = firstDifference((a as Json)[k], (b as Json)[k], `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`)
+    const d = firstDifference((a as Json)[k], (b as Json)[k], `${at}/${escapePointer(k)}`)
     if (d !== undefined) return d
   }
   return at === '' ? '/' : at
@@ -125,37 +121,24 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   if (unreachable) return results
 
   const checker = new ResponseChecker(document, { source: 'the served document', refuseUndocumentedHeaders: false })
-  // An operation's servers, else its path's, else the document's: where its path starts.
-  const basePathOf = (...servers: unknown[]): string => {
-    const url = (servers.find(s => Array.isArray(s) && s.length > 0) as Array<{ url: string }> | undefined)?.[0]?.url ?? '/'
-    return new URL(url, 'http://server.invalid').pathname.replace(/\/$/, '')
-  }
-  const pathBases = new Map<string, string>()
-  const ops: Op[] = []
-  for (const [template, item] of Object.entries(document.paths as Record<string, Json>)) {
-    pathBases.set(template, basePathOf(item.servers, document.servers))
-    for (const [method, op] of Object.entries(item)) {
-      if (METHODS.includes(method)) ops.push({ method: method.toUpperCase(), template, op: op as Json, path: basePathOf((op as Json).servers, item.servers, document.servers) + template })
-    }
-  }
+  const ops = checker.operations
   const secured = (op: Json): boolean => ((op.security ?? document.security ?? []) as Json[]).some(req => Object.keys(req).length > 0)
-  const params = (op: Op): Json[] => {
+  const params = (op: Operation): Json[] => {
     const item = (document.paths as Json)[op.template] as Json
-    return [...(item.parameters ?? []), ...(op.op.parameters ?? [])].map((p: Json) => resolve(document, p))
+    return [...(item.parameters ?? []), ...(op.op.parameters ?? [])].map((p: Json) => resolveRef(document, p))
   }
   const auth = { authorization: `Bearer ${opts.key}` }
   let keyTried = false
 
   /** A request whose answer is checked against the document, then against `expected` statuses. */
-  const call = async (method: string, url: string, headers: Record<string, string>, expected: number[] | ((status: number) => boolean), body?: string | Buffer, describe?: string): Promise<Answer> => {
+  const call = async (method: string, url: string, headers: Record<string, string>, expected: number[], body?: string | Buffer, describe?: string): Promise<Answer> => {
     const res = await send(target, method, url, { 'x-request-id': requestId(), ...headers }, body)
     const where = `${method} ${url} → ${res.status}`
     if (!keyTried && headers.authorization !== undefined) {
       keyTried = true
       if (res.status === 401 || res.status === 403) throw new KeyRefused(`${where}${errorCode(res)}`)
     }
-    const ok = typeof expected === 'function' ? expected(res.status) : expected.includes(res.status)
-    if (!ok) throw new Failed(describe ?? `status ${(expected as number[]).join(' or ')}`, `${res.status}${errorCode(res)}`, where)
+    if (!expected.includes(res.status)) throw new Failed(describe ?? `status ${expected.join(' or ')}`, `${res.status}${errorCode(res)}`, where)
     checker.check(res)
     return res
   }
@@ -173,7 +156,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     const id = createOp.op.operationId as string
     const name = `${NAME_PREFIX}${runId}`
     const media = Object.keys(createOp.op.requestBody.content as Json)[0]!
-    const schema = resolve(document, createOp.op.requestBody.content[media].schema as Json)
+    const schema = resolveRef(document, createOp.op.requestBody.content[media].schema as Json)
     const newPet = { ...((schema.examples as Json[] | undefined)?.[0] ?? {}), name }
     const idempotency = params(createOp).find(p => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
     const keyHeader: Record<string, string> = idempotency === undefined ? {} : { 'idempotency-key': `${NAME_PREFIX}${runId}` }
@@ -210,7 +193,8 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   for (const o of ops.filter(o => o.method === 'GET' && o !== itemOp)) {
     const id = String(o.op.operationId ?? `${o.method} ${o.template}`)
     await run(id, async () => {
-      const res = await call('GET', o.path, secured(o.op) ? auth : {}, expectedStatus(o.op), undefined, describeExpected(o.op))
+      const expected = expectedStatus(o.op)
+      const res = await call('GET', o.path, secured(o.op) ? auth : {}, expected.codes, undefined, expected.describe)
       if (o === listOp && res.status === 200) for (const pet of JSON.parse(res.body) as Json[]) listed.push({ id: String(pet.id), body: pet })
     })
   }
@@ -280,7 +264,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       await run(`${id} deprecation headers`, async () => {
         const res = await send(target, 'GET', itemPath(missing), auth)
         const response = (itemOp.op.responses[String(res.status)] ?? {}) as Json
-        const required = Object.entries((response.headers ?? {}) as Json).filter(([name, h]) => resolve(document, h as Json).required === true && !['x-request-id'].includes(name.toLowerCase()))
+        const required = Object.entries((response.headers ?? {}) as Json).filter(([name, h]) => resolveRef(document, h as Json).required === true && !['x-request-id'].includes(name.toLowerCase()))
         for (const [name] of required) {
           if (lower(res.headers, name) === undefined) throw new Failed(`header ${name} (the document requires it on this deprecated operation)`, 'no such header', `GET ${itemPath(missing)} → ${res.status}`)
         }
@@ -324,8 +308,8 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   // A method the path does not have: 405 with Allow naming the ones it has.
   const unrouted = (document['x-unrouted-requests']?.responses ?? {}) as Json
   if ('405' in unrouted) {
-    for (const template of Object.keys(document.paths as Json)) {
-      const path = (ops.find(o => o.template === template)?.path ?? pathBases.get(template)! + template).replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')
+    for (const template of new Set(ops.map(o => o.template))) {
+      const path = ops.find(o => o.template === template)!.path.replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')
       const has = ops.filter(o => o.template === template).map(o => o.method)
       const other = ['DELETE', 'PUT', 'PATCH'].find(m => !has.includes(m))
       if (other === undefined) continue
@@ -426,12 +410,6 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   return results
 }
 
-function resolve (document: Json, node: Json): Json {
-  if (typeof node?.$ref !== 'string' || !node.$ref.startsWith('#/')) return node
-  const found = (node.$ref as string).slice(2).split('/').reduce<Json>((n, part) => n?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
-  return resolve(document, found)
-}
-
 /** The success status the document lists for an operation (the lowest 2xx). */
 function success (op: Json): number {
   const codes = Object.keys(op.responses as Json).filter(s => /^2\d\d$/.test(s)).map(Number).sort((a, b) => a - b)
@@ -439,17 +417,12 @@ function success (op: Json): number {
 }
 
 /** A 2xx the document lists; for an operation without one (not implemented yet), a documented answer that is not a server failure. */
-function expectedStatus (op: Json): (status: number) => boolean {
+function expectedStatus (op: Json): { codes: number[], describe: string } {
   const codes = Object.keys(op.responses as Json).filter(s => /^\d{3}$/.test(s)).map(Number)
   const ok = codes.filter(s => s >= 200 && s < 300)
-  if (ok.length > 0) return s => ok.includes(s)
-  return s => codes.includes(s) && (s < 500 || s === 501)
-}
-
-function describeExpected (op: Json): string {
-  const codes = Object.keys(op.responses as Json).filter(s => /^\d{3}$/.test(s)).map(Number)
-  const ok = codes.filter(s => s >= 200 && s < 300)
-  return ok.length > 0 ? `status ${ok.join(' or ')}` : `a documented status other than a server failure (${codes.filter(s => s < 500 || s === 501).join(', ')})`
+  if (ok.length > 0) return { codes: ok, describe: `status ${ok.join(' or ')}` }
+  const answered = codes.filter(s => s < 500 || s === 501)
+  return { codes: answered, describe: `a documented status other than a server failure (${answered.join(', ')})` }
 }
 
 /** A value the parameter's schema refuses, when one follows from it. */

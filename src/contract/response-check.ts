@@ -32,7 +32,8 @@ const TRANSPORT_HEADERS = new Set([
 ])
 const isTransportHeader = (name: string): boolean => TRANSPORT_HEADERS.has(name) || name.startsWith('access-control-')
 
-interface Operation { method: string, pattern: RegExp, template: string, op: Json }
+/** A documented operation: `path` is its template under its server's base path (/v1/pets/{petId}). */
+export interface Operation { method: string, template: string, path: string, op: Json, pattern: RegExp }
 
 export interface CheckerOptions {
   /** Names the document in failure messages, e.g. openapi/openapi.json. */
@@ -44,12 +45,9 @@ export interface CheckerOptions {
   refuseUndocumentedHeaders: boolean
 }
 
-/** The operation a documented request addresses. */
-export interface FoundOperation { method: string, template: string, op: Json }
-
 export class ResponseChecker {
   private readonly ajv: Ajv2020
-  private readonly operations: Operation[] = []
+  readonly operations: Operation[] = []
   private readonly validators = new Map<string, ValidateFunction>()
   private readonly errorCodes: Record<string, { status: number }> | undefined
 
@@ -62,10 +60,11 @@ export class ResponseChecker {
     for (const [template, item] of Object.entries(document.paths as Record<string, Json>)) {
       for (const [method, op] of Object.entries(item)) {
         if (!['get', 'put', 'post', 'delete', 'patch', 'options', 'head'].includes(method)) continue
-        const servers: Array<{ url: string }> = op.servers ?? item.servers ?? document.servers
-        const base = new URL(servers[0]!.url, 'http://server.invalid').pathname.replace(/\/$/, '')
-        const regex = (base + template).replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]*')
-        this.operations.push({ method: method.toUpperCase(), pattern: new RegExp(`^${regex}$`), template, op })
+        // An operation's servers, else its path's, else the document's: where its path starts.
+        const servers = [op.servers, item.servers, document.servers].find(s => Array.isArray(s) && s.length > 0) as Array<{ url: string }> | undefined
+        const path = new URL(servers?.[0]?.url ?? '/', 'http://server.invalid').pathname.replace(/\/$/, '') + template
+        const regex = path.replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]*')
+        this.operations.push({ method: method.toUpperCase(), template, path, op, pattern: new RegExp(`^${regex}$`) })
       }
     }
   }
@@ -77,12 +76,6 @@ export class ResponseChecker {
       this.validators.set(pointer, v)
     }
     return v
-  }
-
-  /** The documented operation a method and path (under the server's base path) address, if any. */
-  operationFor (method: string, path: string): FoundOperation | undefined {
-    const found = this.operations.find(o => o.method === method && o.pattern.test(path))
-    return found === undefined ? undefined : { method: found.method, template: found.template, op: found.op }
   }
 
   /** Throws ConformanceError naming the request and the drift. */
@@ -118,14 +111,21 @@ export class ResponseChecker {
     const responses = found.op.responses as Json
     const key = String(res.status) in responses ? String(res.status) : 'default' in responses ? 'default' : undefined
     if (key === undefined) fail(where, `status ${res.status} is not documented for ${found.op.operationId} (documented: ${Object.keys(responses).join(', ')})`)
-    const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
     // A response is inline or a $ref to components/responses (the ones every operation shares).
     const given = responses[key] as Json
-    const pointer = typeof given.$ref === 'string' ? given.$ref.slice(1) : `/paths/${escape(found.template)}/${method.toLowerCase()}/responses/${key}`
-    const response = typeof given.$ref === 'string' ? resolvePointer(this.document, pointer) : given
+    const pointer = typeof given.$ref === 'string' ? given.$ref.slice(1) : `/paths/${escapePointer(found.template)}/${method.toLowerCase()}/responses/${key}`
+    const response = resolveRef(this.document, given)
 
     this.checkHeaders(where, headers, response, pointer)
+    this.checkContent(where, res, headers, response, contentType, type => `${pointer}/content/${escapePointer(type)}/schema`)
+  }
 
+  /**
+   * The body: none where the response documents none, else of a documented content type; an error
+   * against the Error schema and the catalogue; a success against the schema `schemaOf` names (none:
+   * not validated).
+   */
+  private checkContent (where: string, res: SeenResponse, headers: Map<string, string | undefined>, response: Json, contentType: string | undefined, schemaOf?: (type: string) => string): void {
     const content = response.content as Json | undefined
     if (content === undefined) {
       if (res.body !== '' && res.method !== 'HEAD') fail(where, 'a body was sent where none is documented')
@@ -134,10 +134,11 @@ export class ResponseChecker {
     if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
     if (res.method === 'HEAD') return
     if (res.status >= 400) {
-      this.checkError(where, res, contentType, `${pointer}/content/${escape(contentType)}/schema`)
+      this.checkError(where, res, headers, contentType, schemaOf?.(contentType) ?? '/components/schemas/Error')
       return
     }
-    const v = this.validator(`${pointer}/content/${escape(contentType)}/schema`)
+    if (schemaOf === undefined) return
+    const v = this.validator(schemaOf(contentType))
     // A JSON media type is checked as the value it encodes; any other (GET /'s HTML) as its text.
     const body = /[/+]json$/.test(contentType) ? parse(where, res.body) : res.body
     if (!v(body)) fail(where, `body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
@@ -145,12 +146,11 @@ export class ResponseChecker {
 
   /** Every documented header present matches its schema, required ones are there, no other API header is sent. */
   private checkHeaders (where: string, headers: Map<string, string | undefined>, response: Json, pointer: string): void {
-    const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
     const documented = new Map(Object.entries((response.headers ?? {}) as Record<string, Json>).map(([k, v]) => [k.toLowerCase(), { name: k, header: v }]))
     for (const [name, { name: docName, header }] of documented) {
       // A header is inline or a $ref to components/headers.
-      const ref = typeof header.$ref === 'string' ? header.$ref.slice(1) : `${pointer}/headers/${escape(docName)}`
-      const definition = ref === `${pointer}/headers/${escape(docName)}` ? header : resolvePointer(this.document, ref)
+      const ref = typeof header.$ref === 'string' ? header.$ref.slice(1) : `${pointer}/headers/${escapePointer(docName)}`
+      const definition = resolveRef(this.document, header)
       const value = headers.get(name)
       if (value === undefined) {
         if (definition.required === true) fail(where, `required header ${docName} is missing`)
@@ -178,19 +178,12 @@ export class ResponseChecker {
       : [(unrouted.responses as Json)[status] as Json | undefined, `/x-unrouted-requests/responses/${status}`]
     if (response === undefined) fail(where, `status ${status} is not documented for a request no operation matches${isDocs ? ' (documentation route)' : ''}`)
     this.checkHeaders(where, headers, response, pointer)
-    if (res.method === 'HEAD') return
-    const content = response.content as Json | undefined
-    if (content === undefined) {
-      if (res.body !== '') fail(where, 'a body was sent where none is documented')
-      return
-    }
-    if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
-    if (res.status >= 400) this.checkError(where, res, contentType, '/components/schemas/Error')
+    if (res.method !== 'HEAD') this.checkContent(where, res, headers, response, contentType)
   }
 
-  private checkError (where: string, res: SeenResponse, contentType: string | undefined, schemaPointer: string): void {
+  private checkError (where: string, res: SeenResponse, headers: Map<string, string | undefined>, contentType: string | undefined, schemaPointer: string): void {
     if (contentType !== 'application/json') fail(where, `an error must be application/json, got ${String(contentType)}`)
-    if (!('x-request-id' in Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), v])))) fail(where, 'X-Request-Id is missing')
+    if (!headers.has('x-request-id')) fail(where, 'X-Request-Id is missing')
     const body = parse(where, res.body) as Json
     const v = this.validator(schemaPointer)
     if (!v(body)) fail(where, `error body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
@@ -203,8 +196,14 @@ export class ResponseChecker {
   }
 }
 
-function resolvePointer (document: Json, pointer: string): Json {
-  return pointer.split('/').slice(1).reduce<Json>((node, part) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
+/** A JSON pointer's reference token for a key (RFC 6901): ~ as ~0, / as ~1. */
+export const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/** A node, or what its local $ref (#/…) points at, followed to the end. */
+export function resolveRef (document: Json, node: Json): Json {
+  if (typeof node?.$ref !== 'string' || !node.$ref.startsWith('#/')) return node
+  const target = (node.$ref as string).slice(2).split('/').reduce<Json>((n, part) => n?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
+  return resolveRef(document, target)
 }
 
 function decodes (path: string): boolean {
