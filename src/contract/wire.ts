@@ -59,11 +59,11 @@ export interface RawAnswer {
   framing: 'content-length' | 'chunked' | 'none' | 'close'
 }
 
-/** A framing error: what was expected on the wire and what came instead. */
-export class FramingError extends Error {
-  constructor (readonly expected: string, readonly got: string) {
+/** An answer not as expected (on the wire, or against the document): what was expected, what came instead, and the request it concerns when known. */
+export class Unexpected extends Error {
+  constructor (readonly expected: string, readonly got: string, readonly where?: string) {
     super(`expected ${expected}, got ${got}`)
-    this.name = 'FramingError'
+    this.name = 'Unexpected'
   }
 }
 
@@ -73,14 +73,14 @@ const show = (b: Buffer): string => JSON.stringify(b.subarray(0, 60).toString('l
 export class RawConnection {
   private buffered = Buffer.alloc(0)
   private ended = false
-  /** What the reader waits for, named in the timeout's FramingError. */
+  /** What the reader waits for, named in the timeout's Unexpected. */
   private awaiting = ''
   private readonly chunks: AsyncIterator<Buffer>
 
   private constructor (private readonly socket: Socket, timeoutMs: number) {
     // An idle socket fails the read awaited (or the next one) with this error; the 'error' listener
     // keeps it from being thrown when no read is pending.
-    socket.setTimeout(timeoutMs, () => socket.destroy(new FramingError(this.awaiting, `nothing more within ${timeoutMs} ms after ${show(this.buffered)}`)))
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Unexpected(this.awaiting, `nothing more within ${timeoutMs} ms after ${show(this.buffered)}`)))
     socket.on('error', () => {})
     this.chunks = socket[Symbol.asyncIterator]()
   }
@@ -111,7 +111,7 @@ export class RawConnection {
 
   /** Waits until more bytes arrive or the peer closes; throws when it has closed already or the timeout passes. */
   private async more (what: string): Promise<void> {
-    if (this.ended) throw new FramingError(what, `the connection closed after ${show(this.buffered)}`)
+    if (this.ended) throw new Unexpected(what, `the connection closed after ${show(this.buffered)}`)
     this.awaiting = what
     const next = await this.chunks.next()
     if (next.done === true) this.ended = true
@@ -142,18 +142,18 @@ export class RawConnection {
     return out
   }
 
-  /** Reads one answer to a request of `method`; throws FramingError where the bytes break HTTP/1.1. */
+  /** Reads one answer to a request of `method`; throws Unexpected where the bytes break HTTP/1.1. */
   async read (method: string): Promise<RawAnswer> {
     const statusLine = await this.line('a status line')
     const m = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine)
-    if (m === null) throw new FramingError('a status line (HTTP/1.1 NNN …)', JSON.stringify(statusLine.slice(0, 60)))
+    if (m === null) throw new Unexpected('a status line (HTTP/1.1 NNN …)', JSON.stringify(statusLine.slice(0, 60)))
     const status = Number(m[1])
     const headers = new Map<string, string>()
     for (;;) {
       const header = await this.line('the end of the header section')
       if (header === '') break
       const colon = header.indexOf(':')
-      if (colon <= 0) throw new FramingError('a header line (name: value)', JSON.stringify(header.slice(0, 60)))
+      if (colon <= 0) throw new Unexpected('a header line (name: value)', JSON.stringify(header.slice(0, 60)))
       const name = header.slice(0, colon).trim().toLowerCase()
       const value = header.slice(colon + 1).trim()
       headers.set(name, headers.has(name) ? `${headers.get(name)!}, ${value}` : value)
@@ -163,13 +163,13 @@ export class RawConnection {
     if (method === 'HEAD' || status === 204 || status === 304) return { status, headers, body: Buffer.alloc(0), framing: 'none' }
     const transferEncoding = headers.get('transfer-encoding')
     if (transferEncoding !== undefined) {
-      if (transferEncoding.toLowerCase() !== 'chunked') throw new FramingError('Transfer-Encoding: chunked (the only coding a client must decode)', `Transfer-Encoding: ${transferEncoding}`)
-      if (headers.has('content-length')) throw new FramingError('either Transfer-Encoding or Content-Length', 'both')
+      if (transferEncoding.toLowerCase() !== 'chunked') throw new Unexpected('Transfer-Encoding: chunked (the only coding a client must decode)', `Transfer-Encoding: ${transferEncoding}`)
+      if (headers.has('content-length')) throw new Unexpected('either Transfer-Encoding or Content-Length', 'both')
       const parts: Buffer[] = []
       for (;;) {
         const sizeLine = await this.line('a chunk size line')
         const size = /^([0-9A-Fa-f]{1,16})[ \t]*(;.*)?$/.exec(sizeLine)
-        if (size === null) throw new FramingError('a chunk size in hexadecimal', JSON.stringify(sizeLine.slice(0, 60)))
+        if (size === null) throw new Unexpected('a chunk size in hexadecimal', JSON.stringify(sizeLine.slice(0, 60)))
         const n = Number.parseInt(size[1]!, 16)
         if (n === 0) {
           while ((await this.line('the end of the trailer section')) !== '');
@@ -177,13 +177,13 @@ export class RawConnection {
         }
         parts.push(await this.bytes(n, `a chunk of ${n} bytes`))
         const after = await this.bytes(2, 'CRLF after a chunk')
-        if (after.toString('latin1') !== '\r\n') throw new FramingError(`CRLF after a chunk of ${n} bytes`, show(after))
+        if (after.toString('latin1') !== '\r\n') throw new Unexpected(`CRLF after a chunk of ${n} bytes`, show(after))
       }
       return { status, headers, body: Buffer.concat(parts), framing: 'chunked' }
     }
     const contentLength = headers.get('content-length')
     if (contentLength !== undefined) {
-      if (!/^\d+$/.test(contentLength)) throw new FramingError('Content-Length as one decimal number', JSON.stringify(contentLength))
+      if (!/^\d+$/.test(contentLength)) throw new Unexpected('Content-Length as one decimal number', JSON.stringify(contentLength))
       const body = await this.bytes(Number(contentLength), `a body of ${contentLength} bytes (Content-Length)`)
       return { status, headers, body, framing: 'content-length' }
     }
