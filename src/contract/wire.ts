@@ -3,6 +3,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
+import type { SeenResponse } from './response-check.js'
 
 /*
  * HTTP as `petstore conformance` speaks it to a deployment: one request per connection through
@@ -11,13 +12,9 @@ import { connect as tlsConnect } from 'node:tls'
  * itself, so a proxy that breaks Content-Length, chunked encoding, keep-alive or HEAD is seen.
  */
 
-export interface Answer {
-  method: string
-  /** Path and query as sent. */
-  url: string
-  status: number
+/** An answer as node:http gives it: header names in lower case. */
+export interface Answer extends SeenResponse {
   headers: IncomingHttpHeaders
-  body: string
 }
 
 export interface Target {
