@@ -26,18 +26,13 @@ function durationMs (value: string): number | undefined {
 /** An ISO 8601 date (midnight UTC) or time with its zone, in ms; undefined when not one, or not a real calendar time. */
 function isoMs (value: string): number | undefined {
   const m = ISO_TIME.exec(value)
-  if (m === null) return undefined
-  const [, y, mo, d, h = '0', mi = '0', s = '0', frac = '0', zone = 'Z'] = m
-  const local = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), Number(frac.padEnd(3, '0')))
-  const check = new Date(local)
-  // Date.UTC rolls 2027-02-30 over to March: a date that does not survive the round trip is not one.
-  if (check.getUTCFullYear() !== Number(y) || check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d) ||
-    check.getUTCHours() !== Number(h) || check.getUTCMinutes() !== Number(mi) || check.getUTCSeconds() !== Number(s)) return undefined
-  if (zone === 'Z') return local
-  const sign = zone.startsWith('-') ? -1 : 1
-  const [zh, zm] = zone.slice(1).split(':').map(Number) as [number, number]
-  if (zh > 23 || zm > 59) return undefined
-  return local - sign * (zh * 60 + zm) * 60_000
+  // Date.parse reads the forms ISO_TIME admits and refuses minute 60, second 60 or a zone past 23:59.
+  const ms = Date.parse(value)
+  if (m === null || Number.isNaN(ms)) return undefined
+  // It also rolls 2027-02-30 over to March and reads hour 24 as the next day's midnight: neither is a time.
+  const [, y, mo, d, h] = m
+  if (new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d))).getUTCDate() !== Number(d) || h === '24') return undefined
+  return ms
 }
 
 /** Commander's parser for --after DURATION: the duration in ms (a usage error, exit 2, naming the forms otherwise). */

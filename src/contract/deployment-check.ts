@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
-import { ConformanceError, ResponseChecker } from './response-check.js'
-import { FramingError, RawConnection, send, type Answer, type Target } from './wire.js'
+import { ConformanceError, escapePointer, resolveRef, ResponseChecker, type Operation } from './response-check.js'
+import { RawConnection, send, Unexpected, type Answer, type Target } from './wire.js'
 
 /*
  * The checks of `petstore conformance` (docs/how-to/check-a-deployment.md): a live deployment,
@@ -41,12 +41,6 @@ export interface CheckResult {
 
 export const NAME_PREFIX = 'conformance-check-'
 
-class Failed extends Error {
-  constructor (readonly expected: string, readonly got: string, readonly where?: string) {
-    super(`expected ${expected}, got ${got}`)
-  }
-}
-
 class Skipped extends Error {}
 
 /** The first request that carried the key was answered 401 or 403: every check that needs it would fail the same way, so the run ends. */
@@ -55,10 +49,6 @@ export class KeyRefused extends Error {
     super(`the deployment refused the key: ${where}`)
   }
 }
-
-const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head']
-
-interface Op { method: string, template: string, op: Json, path: string }
 
 const lower = (h: Answer['headers'], name: string): string | undefined => {
   const v = h[name.toLowerCase()]
@@ -71,7 +61,7 @@ function firstDifference (a: unknown, b: unknown, at = ''): string | undefined {
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return at === '' ? '/' : at
   const keys = new Set([...Object.keys(a), ...Object.keys(b)])
   for (const k of keys) {
-    const d = firstDifference((a as Json)[k], (b as Json)[k], `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`)
+    const d = firstDifference((a as Json)[k], (b as Json)[k], `${at}/${escapePointer(k)}`)
     if (d !== undefined) return d
   }
   return at === '' ? '/' : at
@@ -86,9 +76,8 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     } catch (err) {
       if (err instanceof KeyRefused) throw err
       if (err instanceof Skipped) results.push({ id, outcome: 'skipped', reason: err.message })
-      else if (err instanceof Failed) results.push({ id, outcome: 'failed', where: err.where, expected: err.expected, got: err.got })
+      else if (err instanceof Unexpected) results.push({ id, outcome: 'failed', where: err.where, expected: err.expected, got: err.got })
       else if (err instanceof ConformanceError) results.push({ id, outcome: 'failed', where: err.where, expected: 'an answer as the document describes it', got: err.drift })
-      else if (err instanceof FramingError) results.push({ id, outcome: 'failed', expected: err.expected, got: err.got })
       else results.push({ id, outcome: 'failed', expected: 'an answer', got: (err as Error).message })
     }
   }
@@ -103,59 +92,46 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   await run('document', async () => {
     const res = await send(target, 'GET', '/openapi.json', { accept: 'application/json' }).catch((err: Error) => {
       unreachable = true
-      throw new Failed('an answer', err.message, `GET ${new URL('/openapi.json', target.base).href}`)
+      throw new Unexpected('an answer', err.message, `GET ${new URL('/openapi.json', target.base).href}`)
     })
     const where = `GET /openapi.json → ${res.status}`
-    if (res.status !== 200) throw new Failed('200 with the OpenAPI document', `${res.status}`, where)
+    if (res.status !== 200) throw new Unexpected('200 with the OpenAPI document', `${res.status}`, where)
     const type = lower(res.headers, 'content-type')?.split(';')[0]?.trim()
-    if (type !== 'application/json') throw new Failed('Content-Type application/json', String(type), where)
+    if (type !== 'application/json') throw new Unexpected('Content-Type application/json', String(type), where)
     let served: Json
     try {
       served = JSON.parse(res.body) as Json
     } catch {
-      throw new Failed('a JSON document', `${JSON.stringify(res.body.slice(0, 60))}`, where)
+      throw new Unexpected('a JSON document', `${JSON.stringify(res.body.slice(0, 60))}`, where)
     }
-    if (typeof served.openapi !== 'string' || typeof served.paths !== 'object') throw new Failed('an OpenAPI document', 'JSON without openapi and paths', where)
+    if (typeof served.openapi !== 'string' || typeof served.paths !== 'object') throw new Unexpected('an OpenAPI document', 'JSON without openapi and paths', where)
     document = served
     const differs = firstDifference(served, opts.shipped)
-    if (differs !== undefined) throw new Failed(`the document this CLI ships (info.version ${String(opts.shipped.info?.version)})`, `one that differs at ${differs} (info.version ${String(served.info?.version)}); the served document's promises are checked`, where)
+    if (differs !== undefined) throw new Unexpected(`the document this CLI ships (info.version ${String(opts.shipped.info?.version)})`, `one that differs at ${differs} (info.version ${String(served.info?.version)}); the served document's promises are checked`, where)
   })
 
   // Nothing answers there: every other check would say the same.
   if (unreachable) return results
 
   const checker = new ResponseChecker(document, { source: 'the served document', refuseUndocumentedHeaders: false })
-  // An operation's servers, else its path's, else the document's: where its path starts.
-  const basePathOf = (...servers: unknown[]): string => {
-    const url = (servers.find(s => Array.isArray(s) && s.length > 0) as Array<{ url: string }> | undefined)?.[0]?.url ?? '/'
-    return new URL(url, 'http://server.invalid').pathname.replace(/\/$/, '')
-  }
-  const pathBases = new Map<string, string>()
-  const ops: Op[] = []
-  for (const [template, item] of Object.entries(document.paths as Record<string, Json>)) {
-    pathBases.set(template, basePathOf(item.servers, document.servers))
-    for (const [method, op] of Object.entries(item)) {
-      if (METHODS.includes(method)) ops.push({ method: method.toUpperCase(), template, op: op as Json, path: basePathOf((op as Json).servers, item.servers, document.servers) + template })
-    }
-  }
+  const ops = checker.operations
   const secured = (op: Json): boolean => ((op.security ?? document.security ?? []) as Json[]).some(req => Object.keys(req).length > 0)
-  const params = (op: Op): Json[] => {
+  const params = (op: Operation): Json[] => {
     const item = (document.paths as Json)[op.template] as Json
-    return [...(item.parameters ?? []), ...(op.op.parameters ?? [])].map((p: Json) => resolve(document, p))
+    return [...(item.parameters ?? []), ...(op.op.parameters ?? [])].map((p: Json) => resolveRef(document, p))
   }
   const auth = { authorization: `Bearer ${opts.key}` }
   let keyTried = false
 
   /** A request whose answer is checked against the document, then against `expected` statuses. */
-  const call = async (method: string, url: string, headers: Record<string, string>, expected: number[] | ((status: number) => boolean), body?: string | Buffer, describe?: string): Promise<Answer> => {
+  const call = async (method: string, url: string, headers: Record<string, string>, expected: number[], body?: string | Buffer, describe?: string): Promise<Answer> => {
     const res = await send(target, method, url, { 'x-request-id': requestId(), ...headers }, body)
     const where = `${method} ${url} → ${res.status}`
     if (!keyTried && headers.authorization !== undefined) {
       keyTried = true
       if (res.status === 401 || res.status === 403) throw new KeyRefused(`${where}${errorCode(res)}`)
     }
-    const ok = typeof expected === 'function' ? expected(res.status) : expected.includes(res.status)
-    if (!ok) throw new Failed(describe ?? `status ${(expected as number[]).join(' or ')}`, `${res.status}${errorCode(res)}`, where)
+    if (!expected.includes(res.status)) throw new Unexpected(describe ?? `status ${expected.join(' or ')}`, `${res.status}${errorCode(res)}`, where)
     checker.check(res)
     return res
   }
@@ -173,7 +149,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     const id = createOp.op.operationId as string
     const name = `${NAME_PREFIX}${runId}`
     const media = Object.keys(createOp.op.requestBody.content as Json)[0]!
-    const schema = resolve(document, createOp.op.requestBody.content[media].schema as Json)
+    const schema = resolveRef(document, createOp.op.requestBody.content[media].schema as Json)
     const newPet = { ...((schema.examples as Json[] | undefined)?.[0] ?? {}), name }
     const idempotency = params(createOp).find(p => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
     const keyHeader: Record<string, string> = idempotency === undefined ? {} : { 'idempotency-key': `${NAME_PREFIX}${runId}` }
@@ -183,24 +159,24 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       first = await call('POST', createOp.path, { ...auth, 'content-type': media, ...keyHeader }, [created], JSON.stringify(newPet))
       const body = JSON.parse(first.body) as Json
       for (const [k, v] of Object.entries(newPet)) {
-        if (!isDeepStrictEqual(body[k], v)) throw new Failed(`${k} ${JSON.stringify(v)} as sent`, JSON.stringify(body[k]), `POST ${createOp.path} → ${first.status}`)
+        if (!isDeepStrictEqual(body[k], v)) throw new Unexpected(`${k} ${JSON.stringify(v)} as sent`, JSON.stringify(body[k]), `POST ${createOp.path} → ${first.status}`)
       }
     })
     if (first !== undefined) {
       const location = lower(first.headers, 'location')
       const createdBody = JSON.parse(first.body) as Json
       await run(`${id} Location readable`, async () => {
-        if (location === undefined) throw new Failed('a Location header', 'none', `POST ${createOp.path} → ${first!.status}`)
+        if (location === undefined) throw new Unexpected('a Location header', 'none', `POST ${createOp.path} → ${first!.status}`)
         const read = await call('GET', new URL(location, target.base).pathname, auth, [200])
-        if (!isDeepStrictEqual(JSON.parse(read.body), createdBody)) throw new Failed(`the created pet ${JSON.stringify(createdBody)}`, read.body.slice(0, 200), `GET ${location} → 200`)
+        if (!isDeepStrictEqual(JSON.parse(read.body), createdBody)) throw new Unexpected(`the created pet ${JSON.stringify(createdBody)}`, read.body.slice(0, 200), `GET ${location} → 200`)
       })
       if (idempotency !== undefined) {
         await run(`${id} Idempotency-Key replay`, async () => {
           const again = await call('POST', createOp.path, { ...auth, 'content-type': media, ...keyHeader }, [created], JSON.stringify(newPet))
           const where = `POST ${createOp.path} (same Idempotency-Key) → ${again.status}`
-          if (lower(again.headers, 'idempotent-replayed') !== 'true') throw new Failed('Idempotent-Replayed: true', String(lower(again.headers, 'idempotent-replayed') ?? 'no such header'), where)
-          if (!isDeepStrictEqual(JSON.parse(again.body), createdBody)) throw new Failed(`the first answer's body ${first!.body.slice(0, 120)}`, again.body.slice(0, 120), where)
-          if (lower(again.headers, 'location') !== location) throw new Failed(`Location ${String(location)}`, String(lower(again.headers, 'location')), where)
+          if (lower(again.headers, 'idempotent-replayed') !== 'true') throw new Unexpected('Idempotent-Replayed: true', String(lower(again.headers, 'idempotent-replayed') ?? 'no such header'), where)
+          if (!isDeepStrictEqual(JSON.parse(again.body), createdBody)) throw new Unexpected(`the first answer's body ${first!.body.slice(0, 120)}`, again.body.slice(0, 120), where)
+          if (lower(again.headers, 'location') !== location) throw new Unexpected(`Location ${String(location)}`, String(lower(again.headers, 'location')), where)
         })
       }
     }
@@ -210,7 +186,8 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   for (const o of ops.filter(o => o.method === 'GET' && o !== itemOp)) {
     const id = String(o.op.operationId ?? `${o.method} ${o.template}`)
     await run(id, async () => {
-      const res = await call('GET', o.path, secured(o.op) ? auth : {}, expectedStatus(o.op), undefined, describeExpected(o.op))
+      const expected = expectedStatus(o.op)
+      const res = await call('GET', o.path, secured(o.op) ? auth : {}, expected.codes, undefined, expected.describe)
       if (o === listOp && res.status === 200) for (const pet of JSON.parse(res.body) as Json[]) listed.push({ id: String(pet.id), body: pet })
     })
   }
@@ -226,7 +203,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const url = `${listOp.path}?limit=${pageSize}`
         const res = await call('GET', url, auth, [200])
         const n = (JSON.parse(res.body) as Json[]).length
-        if (n > pageSize) throw new Failed(`at most ${pageSize} items`, `${n}`, `GET ${url} → 200`)
+        if (n > pageSize) throw new Unexpected(`at most ${pageSize} items`, `${n}`, `GET ${url} → 200`)
       })
     }
     for (const filter of listParams.filter(p => p.in === 'query' && Array.isArray(p.schema?.enum))) {
@@ -235,7 +212,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
           const url = `${listOp.path}?${String(filter.name)}=${encodeURIComponent(value)}`
           const res = await call('GET', url, auth, [200])
           const other = (JSON.parse(res.body) as Json[]).find(p => filter.name in p && p[filter.name] !== value)
-          if (other !== undefined) throw new Failed(`only items with ${String(filter.name)} ${value}`, JSON.stringify(other).slice(0, 200), `GET ${url} → 200`)
+          if (other !== undefined) throw new Unexpected(`only items with ${String(filter.name)} ${value}`, JSON.stringify(other).slice(0, 200), `GET ${url} → 200`)
         })
       }
     }
@@ -246,14 +223,14 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const res = await call('GET', url, auth, [200])
         for (const pet of JSON.parse(res.body) as Json[]) {
           const pid = String(pet.id)
-          if (seen.has(pid)) throw new Failed('each item once across the pages', `id ${pid} again`, `GET ${url} → 200`)
+          if (seen.has(pid)) throw new Unexpected('each item once across the pages', `id ${pid} again`, `GET ${url} → 200`)
           seen.add(pid)
           if (!listed.some(l => l.id === pid)) listed.push({ id: pid, body: pet })
         }
         const next = /<([^>]*)>;\s*rel="next"/.exec(lower(res.headers, 'link') ?? '')?.[1]
         if (next !== undefined) {
           const nextUrl: URL = new URL(next, new URL(url, target.base))
-          if (nextUrl.origin !== new URL(target.base).origin && !next.startsWith('/')) throw new Failed('a next link on this deployment', next, `GET ${url} → 200`)
+          if (nextUrl.origin !== new URL(target.base).origin && !next.startsWith('/')) throw new Unexpected('a next link on this deployment', next, `GET ${url} → 200`)
           url = nextUrl.pathname + nextUrl.search
         } else {
           url = undefined
@@ -271,7 +248,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       if (pet === undefined) throw new Skipped(`the deployment lists no item to read${opts.write ? '' : ' (--write creates one)'}`)
       const res = await call('GET', itemPath(pet.id), auth, [success(itemOp.op)])
       const body = JSON.parse(res.body) as Json
-      if (String(body.id) !== pet.id) throw new Failed(`the item with id ${pet.id}`, res.body.slice(0, 200), `GET ${itemPath(pet.id)} → ${res.status}`)
+      if (String(body.id) !== pet.id) throw new Unexpected(`the item with id ${pet.id}`, res.body.slice(0, 200), `GET ${itemPath(pet.id)} → ${res.status}`)
     })
     if ('404' in itemOp.op.responses) await run(`${id} missing id`, async () => { await call('GET', itemPath(missing), auth, [404]) })
     if (itemOp.op.deprecated === true) {
@@ -280,9 +257,9 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       await run(`${id} deprecation headers`, async () => {
         const res = await send(target, 'GET', itemPath(missing), auth)
         const response = (itemOp.op.responses[String(res.status)] ?? {}) as Json
-        const required = Object.entries((response.headers ?? {}) as Json).filter(([name, h]) => resolve(document, h as Json).required === true && !['x-request-id'].includes(name.toLowerCase()))
+        const required = Object.entries((response.headers ?? {}) as Json).filter(([name, h]) => resolveRef(document, h as Json).required === true && !['x-request-id'].includes(name.toLowerCase()))
         for (const [name] of required) {
-          if (lower(res.headers, name) === undefined) throw new Failed(`header ${name} (the document requires it on this deprecated operation)`, 'no such header', `GET ${itemPath(missing)} → ${res.status}`)
+          if (lower(res.headers, name) === undefined) throw new Unexpected(`header ${name} (the document requires it on this deprecated operation)`, 'no such header', `GET ${itemPath(missing)} → ${res.status}`)
         }
       })
     }
@@ -296,10 +273,10 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       if (url === undefined) throw new Skipped('no item to read')
       const first = await call('GET', url, auth, [success(o.op)])
       const etag = lower(first.headers, 'etag')
-      if (etag === undefined) throw new Failed('an ETag header', 'none', `GET ${url} → ${first.status}`)
+      if (etag === undefined) throw new Unexpected('an ETag header', 'none', `GET ${url} → ${first.status}`)
       const again = await call('GET', url, { ...auth, 'if-none-match': etag }, [304])
-      if (again.body !== '') throw new Failed('no body with 304', `${again.body.length} bytes`, `GET ${url} → 304`)
-      if (lower(again.headers, 'etag') !== etag) throw new Failed(`ETag ${etag}`, String(lower(again.headers, 'etag')), `GET ${url} → 304`)
+      if (again.body !== '') throw new Unexpected('no body with 304', `${again.body.length} bytes`, `GET ${url} → 304`)
+      if (lower(again.headers, 'etag') !== etag) throw new Unexpected(`ETag ${etag}`, String(lower(again.headers, 'etag')), `GET ${url} → 304`)
     })
   }
 
@@ -324,8 +301,8 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   // A method the path does not have: 405 with Allow naming the ones it has.
   const unrouted = (document['x-unrouted-requests']?.responses ?? {}) as Json
   if ('405' in unrouted) {
-    for (const template of Object.keys(document.paths as Json)) {
-      const path = (ops.find(o => o.template === template)?.path ?? pathBases.get(template)! + template).replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')
+    for (const template of new Set(ops.map(o => o.template))) {
+      const path = ops.find(o => o.template === template)!.path.replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')
       const has = ops.filter(o => o.template === template).map(o => o.method)
       const other = ['DELETE', 'PUT', 'PATCH'].find(m => !has.includes(m))
       if (other === undefined) continue
@@ -333,7 +310,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const res = await call(other, path, auth, [405])
         const allow = (lower(res.headers, 'allow') ?? '').split(',').map(s => s.trim())
         const missingMethods = [...has, ...(has.includes('GET') ? ['HEAD'] : [])].filter(m => !allow.includes(m))
-        if (missingMethods.length > 0) throw new Failed(`Allow naming ${has.join(', ')}`, `Allow: ${lower(res.headers, 'allow') ?? '(none)'}`, `${other} ${path} → 405`)
+        if (missingMethods.length > 0) throw new Unexpected(`Allow naming ${has.join(', ')}`, `Allow: ${lower(res.headers, 'allow') ?? '(none)'}`, `${other} ${path} → 405`)
       })
     }
   }
@@ -362,7 +339,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       const sent = `${NAME_PREFIX}${runId}-echo`
       const res = await send(target, 'GET', listOp.path, { ...auth, 'x-request-id': sent })
       const got = lower(res.headers, 'x-request-id')
-      if (got !== sent) throw new Failed(`X-Request-Id: ${sent} (the client's own id, echoed)`, got === undefined ? 'no X-Request-Id' : `X-Request-Id: ${got}`, `GET ${listOp.path} → ${res.status}`)
+      if (got !== sent) throw new Unexpected(`X-Request-Id: ${sent} (the client's own id, echoed)`, got === undefined ? 'no X-Request-Id' : `X-Request-Id: ${got}`, `GET ${listOp.path} → ${res.status}`)
     })
     const documented = Object.keys((listOp.op.responses['200']?.headers ?? {}) as Json)
     const pair = ['RateLimit', 'RateLimit-Policy'].filter(h => documented.includes(h))
@@ -373,11 +350,11 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const has = answers.map(a => pair.map(h => lower(a.headers, h) !== undefined))
         const any = has.some(h => h.some(Boolean))
         for (const [i, h] of has.entries()) {
-          if (any && !h.every(Boolean)) throw new Failed(`${pair.join(' and ')} on every answer once one carries them`, `${pair.filter((_, j) => !h[j]).join(', ')} missing`, `GET ${listOp.path} (answer ${i + 1}) → ${answers[i]!.status}`)
+          if (any && !h.every(Boolean)) throw new Unexpected(`${pair.join(' and ')} on every answer once one carries them`, `${pair.filter((_, j) => !h[j]).join(', ')} missing`, `GET ${listOp.path} (answer ${i + 1}) → ${answers[i]!.status}`)
         }
         for (const a of answers) {
           const rl = lower(a.headers, 'ratelimit')
-          if (rl !== undefined && !/;\s*r=\d+/.test(rl)) throw new Failed('RateLimit with r=<remaining> (IETF RateLimit draft)', rl, `GET ${listOp.path} → ${a.status}`)
+          if (rl !== undefined && !/;\s*r=\d+/.test(rl)) throw new Unexpected('RateLimit with r=<remaining> (IETF RateLimit draft)', rl, `GET ${listOp.path} → ${a.status}`)
         }
       })
     }
@@ -399,24 +376,24 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
           const where = `${method} ${url} → ${res.status} (raw connection)`
           if (method === 'HEAD') {
             // Whatever follows the head must be the next answer: a HEAD answer with a body shows up there.
-            if (conn.leftover().length > 0) throw new Failed('no body after a HEAD answer', `${conn.leftover().length} bytes`, where)
+            if (conn.leftover().length > 0) throw new Unexpected('no body after a HEAD answer', `${conn.leftover().length} bytes`, where)
           } else {
-            if (res.framing === 'close') throw new Failed('Content-Length or chunked framing (the connection kept open)', 'a body delimited by closing the connection', where)
+            if (res.framing === 'close') throw new Unexpected('Content-Length or chunked framing (the connection kept open)', 'a body delimited by closing the connection', where)
             const type = res.headers.get('content-type')?.split(';')[0]?.trim()
             if (type === 'application/json') {
               try {
                 JSON.parse(res.body.toString('utf8'))
               } catch {
-                throw new Failed(`a complete JSON body (${res.framing})`, `${res.body.length} bytes that do not parse`, where)
+                throw new Unexpected(`a complete JSON body (${res.framing})`, `${res.body.length} bytes that do not parse`, where)
               }
             }
           }
-          if (/\bclose\b/i.test(res.headers.get('connection') ?? '')) throw new Failed('the connection kept alive (HTTP/1.1 default)', 'Connection: close', where)
+          if (/\bclose\b/i.test(res.headers.get('connection') ?? '')) throw new Unexpected('the connection kept alive (HTTP/1.1 default)', 'Connection: close', where)
         }
         conn.write(head('GET', listOp.path, 'Connection: close\r\n'))
         await conn.read('GET')
         const extra = await conn.closedCleanly()
-        if (extra.length > 0) throw new Failed('nothing after the last answer', `${extra.length} more bytes`, `GET ${listOp.path} (raw connection)`)
+        if (extra.length > 0) throw new Unexpected('nothing after the last answer', `${extra.length} more bytes`, `GET ${listOp.path} (raw connection)`)
       } finally {
         conn.close()
       }
@@ -426,12 +403,6 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   return results
 }
 
-function resolve (document: Json, node: Json): Json {
-  if (typeof node?.$ref !== 'string' || !node.$ref.startsWith('#/')) return node
-  const found = (node.$ref as string).slice(2).split('/').reduce<Json>((n, part) => n?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
-  return resolve(document, found)
-}
-
 /** The success status the document lists for an operation (the lowest 2xx). */
 function success (op: Json): number {
   const codes = Object.keys(op.responses as Json).filter(s => /^2\d\d$/.test(s)).map(Number).sort((a, b) => a - b)
@@ -439,17 +410,12 @@ function success (op: Json): number {
 }
 
 /** A 2xx the document lists; for an operation without one (not implemented yet), a documented answer that is not a server failure. */
-function expectedStatus (op: Json): (status: number) => boolean {
+function expectedStatus (op: Json): { codes: number[], describe: string } {
   const codes = Object.keys(op.responses as Json).filter(s => /^\d{3}$/.test(s)).map(Number)
   const ok = codes.filter(s => s >= 200 && s < 300)
-  if (ok.length > 0) return s => ok.includes(s)
-  return s => codes.includes(s) && (s < 500 || s === 501)
-}
-
-function describeExpected (op: Json): string {
-  const codes = Object.keys(op.responses as Json).filter(s => /^\d{3}$/.test(s)).map(Number)
-  const ok = codes.filter(s => s >= 200 && s < 300)
-  return ok.length > 0 ? `status ${ok.join(' or ')}` : `a documented status other than a server failure (${codes.filter(s => s < 500 || s === 501).join(', ')})`
+  if (ok.length > 0) return { codes: ok, describe: `status ${ok.join(' or ')}` }
+  const answered = codes.filter(s => s < 500 || s === 501)
+  return { codes: answered, describe: `a documented status other than a server failure (${answered.join(', ')})` }
 }
 
 /** A value the parameter's schema refuses, when one follows from it. */

@@ -32,7 +32,11 @@ const TRANSPORT_HEADERS = new Set([
 ])
 const isTransportHeader = (name: string): boolean => TRANSPORT_HEADERS.has(name) || name.startsWith('access-control-')
 
-interface Operation { method: string, pattern: RegExp, template: string, op: Json }
+/** A documented operation: `path` is its template under its server's base path (/v1/pets/{petId}). */
+export interface Operation { method: string, template: string, path: string, op: Json, pattern: RegExp }
+
+/** The response being checked: its headers by lower-case name, its media type, and how it fails (ConformanceError). */
+interface Seen { res: SeenResponse, headers: Map<string, string>, contentType: string | undefined, fail: (drift: string) => never }
 
 export interface CheckerOptions {
   /** Names the document in failure messages, e.g. openapi/openapi.json. */
@@ -44,12 +48,9 @@ export interface CheckerOptions {
   refuseUndocumentedHeaders: boolean
 }
 
-/** The operation a documented request addresses. */
-export interface FoundOperation { method: string, template: string, op: Json }
-
 export class ResponseChecker {
   private readonly ajv: Ajv2020
-  private readonly operations: Operation[] = []
+  readonly operations: Operation[] = []
   private readonly validators = new Map<string, ValidateFunction>()
   private readonly errorCodes: Record<string, { status: number }> | undefined
 
@@ -62,40 +63,22 @@ export class ResponseChecker {
     for (const [template, item] of Object.entries(document.paths as Record<string, Json>)) {
       for (const [method, op] of Object.entries(item)) {
         if (!['get', 'put', 'post', 'delete', 'patch', 'options', 'head'].includes(method)) continue
-        const servers: Array<{ url: string }> = op.servers ?? item.servers ?? document.servers
-        const base = new URL(servers[0]!.url, 'http://server.invalid').pathname.replace(/\/$/, '')
-        const regex = (base + template).replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]*')
-        this.operations.push({ method: method.toUpperCase(), pattern: new RegExp(`^${regex}$`), template, op })
+        // An operation's servers, else its path's, else the document's: where its path starts.
+        const servers = [op.servers, item.servers, document.servers].find(s => Array.isArray(s) && s.length > 0) as Array<{ url: string }> | undefined
+        const path = new URL(servers?.[0]?.url ?? '/', 'http://server.invalid').pathname.replace(/\/$/, '') + template
+        const regex = path.replace(/[.?*+^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]*')
+        this.operations.push({ method: method.toUpperCase(), template, path, op, pattern: new RegExp(`^${regex}$`) })
       }
     }
   }
 
+  /** The schema at a pointer into the document, compiled by Ajv on first use and kept. */
   private validator (pointer: string): ValidateFunction {
-    let v = this.validators.get(pointer)
-    if (v === undefined) {
-      v = this.ajv.compile({ $ref: `openapi.json#${pointer}` })
-      this.validators.set(pointer, v)
-    }
-    return v
-  }
-
-  /** The documented operation a method and path (under the server's base path) address, if any. */
-  operationFor (method: string, path: string): FoundOperation | undefined {
-    const found = this.operations.find(o => o.method === method && o.pattern.test(path))
-    return found === undefined ? undefined : { method: found.method, template: found.template, op: found.op }
+    return this.ajv.getSchema(`openapi.json#${pointer}`)!
   }
 
   /** Throws ConformanceError naming the request and the drift. */
   check (res: SeenResponse): void {
-    try {
-      this.checkOne(res)
-    } catch (err) {
-      if (err instanceof Drift) throw new ConformanceError(err.where, err.message, this.options.source)
-      throw err
-    }
-  }
-
-  private checkOne (res: SeenResponse): void {
     // The path the router saw: inject() and fetch resolve dot segments like any URL parser. A path
     // starting with // is a path, not a network-path reference (light-my-request reads it so too).
     const url = res.url.startsWith('//') ? `http://x${res.url}` : res.url
@@ -106,68 +89,82 @@ export class ResponseChecker {
     // src/plugins/errors.ts): it gets the answer, and the headers, of the operation it then addresses.
     const routed = decodes(path) ? path : path.replaceAll('%', '%25')
     const found = this.operations.find(o => o.method === method && o.pattern.test(routed))
-    const headers = new Map(Object.entries(res.headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v === undefined ? undefined : String(v)]))
-    const contentType = headers.get('content-type')?.split(';', 1)[0]?.trim()
+    const headers = new Map(Object.entries(res.headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]))
+    const seen: Seen = {
+      res,
+      headers,
+      contentType: headers.get('content-type')?.split(';', 1)[0]?.trim(),
+      fail: (drift) => { throw new ConformanceError(where, drift, this.options.source) }
+    }
 
     if (found === undefined) {
       // No documented operation (docs routes, unknown paths, other methods): the document's root
       // extension x-unrouted-requests says what such a request can get.
-      this.checkUnrouted(where, res, path, contentType, headers)
+      this.checkUnrouted(seen, path)
       return
     }
     const responses = found.op.responses as Json
     const key = String(res.status) in responses ? String(res.status) : 'default' in responses ? 'default' : undefined
-    if (key === undefined) fail(where, `status ${res.status} is not documented for ${found.op.operationId} (documented: ${Object.keys(responses).join(', ')})`)
-    const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
+    if (key === undefined) seen.fail(`status ${res.status} is not documented for ${found.op.operationId} (documented: ${Object.keys(responses).join(', ')})`)
     // A response is inline or a $ref to components/responses (the ones every operation shares).
     const given = responses[key] as Json
-    const pointer = typeof given.$ref === 'string' ? given.$ref.slice(1) : `/paths/${escape(found.template)}/${method.toLowerCase()}/responses/${key}`
-    const response = typeof given.$ref === 'string' ? resolvePointer(this.document, pointer) : given
+    const pointer = typeof given.$ref === 'string' ? given.$ref.slice(1) : `/paths/${escapePointer(found.template)}/${method.toLowerCase()}/responses/${key}`
+    const response = resolveRef(this.document, given)
 
-    this.checkHeaders(where, headers, response, pointer)
+    this.checkHeaders(seen, response, pointer)
+    this.checkContent(seen, response, type => `${pointer}/content/${escapePointer(type)}/schema`)
+  }
 
+  /**
+   * The body: none where the response documents none, else of a documented content type; an error
+   * against the Error schema and the catalogue; a success against the schema `schemaOf` names (none:
+   * not validated).
+   */
+  private checkContent (seen: Seen, response: Json, schemaOf?: (type: string) => string): void {
+    const { res, contentType } = seen
     const content = response.content as Json | undefined
     if (content === undefined) {
-      if (res.body !== '' && res.method !== 'HEAD') fail(where, 'a body was sent where none is documented')
+      if (res.body !== '' && res.method !== 'HEAD') seen.fail('a body was sent where none is documented')
       return
     }
-    if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
+    if (contentType === undefined || !(contentType in content)) seen.fail(`content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
     if (res.method === 'HEAD') return
     if (res.status >= 400) {
-      this.checkError(where, res, contentType, `${pointer}/content/${escape(contentType)}/schema`)
+      this.checkError(seen, schemaOf?.(contentType) ?? '/components/schemas/Error')
       return
     }
-    const v = this.validator(`${pointer}/content/${escape(contentType)}/schema`)
+    if (schemaOf === undefined) return
+    const v = this.validator(schemaOf(contentType))
     // A JSON media type is checked as the value it encodes; any other (GET /'s HTML) as its text.
-    const body = /[/+]json$/.test(contentType) ? parse(where, res.body) : res.body
-    if (!v(body)) fail(where, `body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
+    const body = /[/+]json$/.test(contentType) ? parse(res.body, seen) : res.body
+    if (!v(body)) seen.fail(`body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
   }
 
   /** Every documented header present matches its schema, required ones are there, no other API header is sent. */
-  private checkHeaders (where: string, headers: Map<string, string | undefined>, response: Json, pointer: string): void {
-    const escape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1')
+  private checkHeaders (seen: Seen, response: Json, pointer: string): void {
+    const { headers } = seen
     const documented = new Map(Object.entries((response.headers ?? {}) as Record<string, Json>).map(([k, v]) => [k.toLowerCase(), { name: k, header: v }]))
     for (const [name, { name: docName, header }] of documented) {
       // A header is inline or a $ref to components/headers.
-      const ref = typeof header.$ref === 'string' ? header.$ref.slice(1) : `${pointer}/headers/${escape(docName)}`
-      const definition = ref === `${pointer}/headers/${escape(docName)}` ? header : resolvePointer(this.document, ref)
+      const ref = typeof header.$ref === 'string' ? header.$ref.slice(1) : `${pointer}/headers/${escapePointer(docName)}`
       const value = headers.get(name)
       if (value === undefined) {
-        if (definition.required === true) fail(where, `required header ${docName} is missing`)
+        if (resolveRef(this.document, header).required === true) seen.fail(`required header ${docName} is missing`)
         continue
       }
       const v = this.validator(`${ref}/schema`)
-      if (!v(value)) fail(where, `header ${docName}: ${JSON.stringify(value)} ${this.ajv.errorsText(v.errors)}`)
+      if (!v(value)) seen.fail(`header ${docName}: ${JSON.stringify(value)} ${this.ajv.errorsText(v.errors)}`)
     }
     if (!this.options.refuseUndocumentedHeaders) return
     for (const name of headers.keys()) {
-      if (!documented.has(name) && !isTransportHeader(name)) fail(where, `header ${name} is not documented for this response`)
+      if (!documented.has(name) && !isTransportHeader(name)) seen.fail(`header ${name} is not documented for this response`)
     }
   }
 
-  private checkUnrouted (where: string, res: SeenResponse, path: string, contentType: string | undefined, headers: Map<string, string | undefined>): void {
+  private checkUnrouted (seen: Seen, path: string): void {
+    const { res } = seen
     const unrouted = this.document['x-unrouted-requests'] as Json | undefined
-    if (unrouted === undefined) fail(where, 'the document has no x-unrouted-requests')
+    if (unrouted === undefined) seen.fail('the document has no x-unrouted-requests')
     const docs = unrouted.documentation as Json
     const docPath = (template: string): RegExp => new RegExp(`^${template.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '.+')}$`)
     const isDocs = (res.method === 'GET' || res.method === 'HEAD') && (docs.paths as string[]).some(p => docPath(p).test(path))
@@ -176,35 +173,35 @@ export class ResponseChecker {
     const [response, pointer] = isDocs && status in docsResponses
       ? [docsResponses[status] as Json, `/x-unrouted-requests/documentation/responses/${status}`]
       : [(unrouted.responses as Json)[status] as Json | undefined, `/x-unrouted-requests/responses/${status}`]
-    if (response === undefined) fail(where, `status ${status} is not documented for a request no operation matches${isDocs ? ' (documentation route)' : ''}`)
-    this.checkHeaders(where, headers, response, pointer)
-    if (res.method === 'HEAD') return
-    const content = response.content as Json | undefined
-    if (content === undefined) {
-      if (res.body !== '') fail(where, 'a body was sent where none is documented')
-      return
-    }
-    if (contentType === undefined || !(contentType in content)) fail(where, `content type ${String(contentType)} is not documented (documented: ${Object.keys(content).join(', ')})`)
-    if (res.status >= 400) this.checkError(where, res, contentType, '/components/schemas/Error')
+    if (response === undefined) seen.fail(`status ${status} is not documented for a request no operation matches${isDocs ? ' (documentation route)' : ''}`)
+    this.checkHeaders(seen, response, pointer)
+    if (res.method !== 'HEAD') this.checkContent(seen, response)
   }
 
-  private checkError (where: string, res: SeenResponse, contentType: string | undefined, schemaPointer: string): void {
-    if (contentType !== 'application/json') fail(where, `an error must be application/json, got ${String(contentType)}`)
-    if (!('x-request-id' in Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), v])))) fail(where, 'X-Request-Id is missing')
-    const body = parse(where, res.body) as Json
+  private checkError (seen: Seen, schemaPointer: string): void {
+    const { res, headers, contentType } = seen
+    if (contentType !== 'application/json') seen.fail(`an error must be application/json, got ${String(contentType)}`)
+    if (!headers.has('x-request-id')) seen.fail('X-Request-Id is missing')
+    const body = parse(res.body, seen) as Json
     const v = this.validator(schemaPointer)
-    if (!v(body)) fail(where, `error body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
-    if (body.status !== res.status) fail(where, `error body status ${String(body.status)} differs from the HTTP status`)
+    if (!v(body)) seen.fail(`error body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
+    if (body.status !== res.status) seen.fail(`error body status ${String(body.status)} differs from the HTTP status`)
     if (this.errorCodes === undefined) return
     // The document lets a later version add codes; a service must send only the ones its document lists.
     const entry = Object.hasOwn(this.errorCodes, body.code) ? this.errorCodes[body.code] : undefined
-    if (entry === undefined) fail(where, `error code ${String(body.code)} is not in the catalogue (x-error-codes)`)
-    if (entry?.status !== res.status) fail(where, `error code ${String(body.code)} belongs to status ${String(entry?.status)} in the catalogue`)
+    if (entry === undefined) seen.fail(`error code ${String(body.code)} is not in the catalogue (x-error-codes)`)
+    if (entry?.status !== res.status) seen.fail(`error code ${String(body.code)} belongs to status ${String(entry?.status)} in the catalogue`)
   }
 }
 
-function resolvePointer (document: Json, pointer: string): Json {
-  return pointer.split('/').slice(1).reduce<Json>((node, part) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
+/** A JSON pointer's reference token for a key (RFC 6901): ~ as ~0, / as ~1. */
+export const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/** A node, or what its local $ref (#/…) points at, followed to the end. */
+export function resolveRef (document: Json, node: Json): Json {
+  if (typeof node?.$ref !== 'string' || !node.$ref.startsWith('#/')) return node
+  const target = (node.$ref as string).slice(2).split('/').reduce<Json>((n, part) => n?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document)
+  return resolveRef(document, target)
 }
 
 function decodes (path: string): boolean {
@@ -216,11 +213,11 @@ function decodes (path: string): boolean {
   }
 }
 
-function parse (where: string, body: string): unknown {
+function parse (body: string, seen: Seen): unknown {
   try {
     return JSON.parse(body)
   } catch {
-    return fail(where, `body is not JSON: ${body.slice(0, 200)}`)
+    return seen.fail(`body is not JSON: ${body.slice(0, 200)}`)
   }
 }
 
@@ -230,12 +227,4 @@ export class ConformanceError extends Error {
   constructor (readonly where: string, readonly drift: string, source = 'the document') {
     super(`response does not conform to ${source}: ${where}: ${drift}`)
   }
-}
-
-class Drift {
-  constructor (readonly where: string, readonly message: string) {}
-}
-
-function fail (where: string, message: string): never {
-  throw new Drift(where, message)
 }

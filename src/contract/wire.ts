@@ -1,7 +1,9 @@
+import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
+import type { SeenResponse } from './response-check.js'
 
 /*
  * HTTP as `petstore conformance` speaks it to a deployment: one request per connection through
@@ -10,13 +12,9 @@ import { connect as tlsConnect } from 'node:tls'
  * itself, so a proxy that breaks Content-Length, chunked encoding, keep-alive or HEAD is seen.
  */
 
-export interface Answer {
-  method: string
-  /** Path and query as sent. */
-  url: string
-  status: number
+/** An answer as node:http gives it: header names in lower case. */
+export interface Answer extends SeenResponse {
   headers: IncomingHttpHeaders
-  body: string
 }
 
 export interface Target {
@@ -58,11 +56,11 @@ export interface RawAnswer {
   framing: 'content-length' | 'chunked' | 'none' | 'close'
 }
 
-/** A framing error: what was expected on the wire and what came instead. */
-export class FramingError extends Error {
-  constructor (readonly expected: string, readonly got: string) {
+/** An answer not as expected (on the wire, or against the document): what was expected, what came instead, and the request it concerns when known. */
+export class Unexpected extends Error {
+  constructor (readonly expected: string, readonly got: string, readonly where?: string) {
     super(`expected ${expected}, got ${got}`)
-    this.name = 'FramingError'
+    this.name = 'Unexpected'
   }
 }
 
@@ -72,31 +70,32 @@ const show = (b: Buffer): string => JSON.stringify(b.subarray(0, 60).toString('l
 export class RawConnection {
   private buffered = Buffer.alloc(0)
   private ended = false
-  private failure: Error | undefined
-  private wake: (() => void) | undefined
+  /** What the reader waits for, named in the timeout's Unexpected. */
+  private awaiting = ''
+  private readonly chunks: AsyncIterator<Buffer>
 
-  private constructor (private readonly socket: Socket, private readonly timeoutMs: number) {
-    socket.on('data', (d: Buffer) => { this.buffered = Buffer.concat([this.buffered, d]); this.notify() })
-    socket.on('end', () => { this.ended = true; this.notify() })
-    socket.on('close', () => { this.ended = true; this.notify() })
-    socket.on('error', (err) => { this.failure = err; this.notify() })
+  private constructor (private readonly socket: Socket, timeoutMs: number) {
+    // An idle socket fails the read awaited (or the next one) with this error; the 'error' listener
+    // keeps it from being thrown when no read is pending.
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Unexpected(this.awaiting, `nothing more within ${timeoutMs} ms after ${show(this.buffered)}`)))
+    socket.on('error', () => {})
+    this.chunks = socket[Symbol.asyncIterator]()
   }
 
-  static open (target: Target): Promise<RawConnection> {
+  static async open (target: Target): Promise<RawConnection> {
     const { hostname, port, protocol } = target.base
     const host = hostname.replace(/^\[|\]$/g, '')
-    return new Promise((resolve, reject) => {
-      const socket = protocol === 'https:'
-        ? tlsConnect({ host, port: Number(port === '' ? 443 : port), servername: /^[\d.]+$|:/.test(host) ? undefined : host, ALPNProtocols: ['http/1.1'] })
-        : netConnect({ host, port: Number(port === '' ? 80 : port) })
-      const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no connection within ${target.timeoutMs} ms`)) }, target.timeoutMs)
-      socket.once(protocol === 'https:' ? 'secureConnect' : 'connect', () => { clearTimeout(timer); resolve(new RawConnection(socket, target.timeoutMs)) })
-      socket.once('error', (err) => { clearTimeout(timer); reject(err) })
-    })
-  }
-
-  get closed (): boolean {
-    return this.ended
+    const socket = protocol === 'https:'
+      ? tlsConnect({ host, port: Number(port === '' ? 443 : port), servername: /^[\d.]+$|:/.test(host) ? undefined : host, ALPNProtocols: ['http/1.1'] })
+      : netConnect({ host, port: Number(port === '' ? 80 : port) })
+    try {
+      // once() rejects on the socket's 'error' event, and on the timeout's abort.
+      await once(socket, protocol === 'https:' ? 'secureConnect' : 'connect', { signal: AbortSignal.timeout(target.timeoutMs) })
+    } catch (err) {
+      socket.destroy()
+      throw (err as Error).name === 'AbortError' ? new Error(`no connection within ${target.timeoutMs} ms`) : err
+    }
+    return new RawConnection(socket, target.timeoutMs)
   }
 
   write (text: string): void {
@@ -107,21 +106,18 @@ export class RawConnection {
     this.socket.destroy()
   }
 
-  private notify (): void {
-    const wake = this.wake
-    this.wake = undefined
-    wake?.()
+  /** Waits until more bytes arrive or the peer closes; throws when it has closed already or the timeout passes. */
+  private async more (what: string): Promise<void> {
+    if (this.ended) throw new Unexpected(what, `the connection closed after ${show(this.buffered)}`)
+    this.awaiting = what
+    const next = await this.chunks.next()
+    if (next.done === true) this.ended = true
+    else this.buffered = Buffer.concat([this.buffered, next.value])
   }
 
-  /** Waits until more bytes arrive, the peer closes, or the timeout passes. */
-  private async more (what: string): Promise<void> {
-    if (this.failure !== undefined) throw this.failure
-    if (this.ended) throw new FramingError(what, `the connection closed after ${show(this.buffered)}`)
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => { this.wake = undefined; reject(new FramingError(what, `nothing more within ${this.timeoutMs} ms after ${show(this.buffered)}`)) }, this.timeoutMs)
-      this.wake = () => { clearTimeout(timer); resolve() }
-    })
-    if (this.failure !== undefined) throw this.failure
+  private async untilClosed (what: string): Promise<Buffer> {
+    while (!this.ended) await this.more(what)
+    return this.buffered
   }
 
   private async line (what: string): Promise<string> {
@@ -143,18 +139,18 @@ export class RawConnection {
     return out
   }
 
-  /** Reads one answer to a request of `method`; throws FramingError where the bytes break HTTP/1.1. */
+  /** Reads one answer to a request of `method`; throws Unexpected where the bytes break HTTP/1.1. */
   async read (method: string): Promise<RawAnswer> {
     const statusLine = await this.line('a status line')
     const m = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine)
-    if (m === null) throw new FramingError('a status line (HTTP/1.1 NNN …)', JSON.stringify(statusLine.slice(0, 60)))
+    if (m === null) throw new Unexpected('a status line (HTTP/1.1 NNN …)', JSON.stringify(statusLine.slice(0, 60)))
     const status = Number(m[1])
     const headers = new Map<string, string>()
     for (;;) {
       const header = await this.line('the end of the header section')
       if (header === '') break
       const colon = header.indexOf(':')
-      if (colon <= 0) throw new FramingError('a header line (name: value)', JSON.stringify(header.slice(0, 60)))
+      if (colon <= 0) throw new Unexpected('a header line (name: value)', JSON.stringify(header.slice(0, 60)))
       const name = header.slice(0, colon).trim().toLowerCase()
       const value = header.slice(colon + 1).trim()
       headers.set(name, headers.has(name) ? `${headers.get(name)!}, ${value}` : value)
@@ -164,13 +160,13 @@ export class RawConnection {
     if (method === 'HEAD' || status === 204 || status === 304) return { status, headers, body: Buffer.alloc(0), framing: 'none' }
     const transferEncoding = headers.get('transfer-encoding')
     if (transferEncoding !== undefined) {
-      if (transferEncoding.toLowerCase() !== 'chunked') throw new FramingError('Transfer-Encoding: chunked (the only coding a client must decode)', `Transfer-Encoding: ${transferEncoding}`)
-      if (headers.has('content-length')) throw new FramingError('either Transfer-Encoding or Content-Length', 'both')
+      if (transferEncoding.toLowerCase() !== 'chunked') throw new Unexpected('Transfer-Encoding: chunked (the only coding a client must decode)', `Transfer-Encoding: ${transferEncoding}`)
+      if (headers.has('content-length')) throw new Unexpected('either Transfer-Encoding or Content-Length', 'both')
       const parts: Buffer[] = []
       for (;;) {
         const sizeLine = await this.line('a chunk size line')
         const size = /^([0-9A-Fa-f]{1,16})[ \t]*(;.*)?$/.exec(sizeLine)
-        if (size === null) throw new FramingError('a chunk size in hexadecimal', JSON.stringify(sizeLine.slice(0, 60)))
+        if (size === null) throw new Unexpected('a chunk size in hexadecimal', JSON.stringify(sizeLine.slice(0, 60)))
         const n = Number.parseInt(size[1]!, 16)
         if (n === 0) {
           while ((await this.line('the end of the trailer section')) !== '');
@@ -178,25 +174,18 @@ export class RawConnection {
         }
         parts.push(await this.bytes(n, `a chunk of ${n} bytes`))
         const after = await this.bytes(2, 'CRLF after a chunk')
-        if (after.toString('latin1') !== '\r\n') throw new FramingError(`CRLF after a chunk of ${n} bytes`, show(after))
+        if (after.toString('latin1') !== '\r\n') throw new Unexpected(`CRLF after a chunk of ${n} bytes`, show(after))
       }
       return { status, headers, body: Buffer.concat(parts), framing: 'chunked' }
     }
     const contentLength = headers.get('content-length')
     if (contentLength !== undefined) {
-      if (!/^\d+$/.test(contentLength)) throw new FramingError('Content-Length as one decimal number', JSON.stringify(contentLength))
+      if (!/^\d+$/.test(contentLength)) throw new Unexpected('Content-Length as one decimal number', JSON.stringify(contentLength))
       const body = await this.bytes(Number(contentLength), `a body of ${contentLength} bytes (Content-Length)`)
       return { status, headers, body, framing: 'content-length' }
     }
     // Neither: the body runs until the connection closes.
-    while (!this.ended) {
-      try {
-        await this.more('the connection to close (no Content-Length, not chunked)')
-      } catch (err) {
-        if (!this.ended) throw err
-      }
-    }
-    const body = this.buffered
+    const body = await this.untilClosed('the connection to close (no Content-Length, not chunked)')
     this.buffered = Buffer.alloc(0)
     return { status, headers, body, framing: 'close' }
   }
@@ -206,15 +195,8 @@ export class RawConnection {
     return this.buffered
   }
 
-  /** Waits for the peer to close (after Connection: close), then says whether extra bytes came. */
+  /** Waits for the peer to close (after Connection: close), then gives the bytes that came after the answers read. */
   async closedCleanly (): Promise<Buffer> {
-    while (!this.ended) {
-      try {
-        await this.more('the connection to close')
-      } catch (err) {
-        if (!this.ended) throw err
-      }
-    }
-    return this.buffered
+    return await this.untilClosed('the connection to close')
   }
 }
