@@ -1,11 +1,10 @@
 import type { Command } from 'commander'
 import type { Clock } from '../../runtime/clock.js'
-import { ConfigError, type DatabaseLocation, parseDatabaseUrl } from '../../config/index.js'
+import { ConfigError, type DatabaseLocation, loadConfig, parseDatabaseUrl } from '../../config/index.js'
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
 import { openTransferReader, openTransferWriter } from '../../store/transfer.js'
 import type { StoreConfig } from '../../store/index.js'
-import { loadCliConfig } from '../config.js'
 import { requireDatabase, sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { secondsSince } from '../summary.js'
@@ -45,7 +44,7 @@ export function registerCopyCommand (program: Command, clock: Clock): void {
         if (err instanceof ConfigError) cmd.error(`error: --to: ${err.message.replace(/^DATABASE_URL: /, '')}`, { exitCode: 2, code: 'petstore.usage' })
         throw err
       }
-      const config = loadCliConfig()
+      const config = loadConfig()
       sayStore(config.database)
       sayStore(target, 'target')
       if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
