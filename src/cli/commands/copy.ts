@@ -7,7 +7,7 @@ import { openTransferReader, openTransferWriter } from '../../store/transfer.js'
 import type { StoreConfig } from '../../store/index.js'
 import { requireDatabase, sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
-import { secondsSince } from '../summary.js'
+import { report, secondsSince } from '../summary.js'
 
 async function summarize (location: DatabaseLocation, config: StoreConfig, liveSince: number): Promise<StoreSummary> {
   const reader = await openTransferReader(location, config)
@@ -69,11 +69,8 @@ export function registerCopyCommand (program: Command, clock: Clock): void {
       const source = await summarize(config.database, config, liveSince)
       const copy = await summarize(target, config, liveSince)
       const verified = sameSummary(copied, copy) && sameSummary(source, copy)
-      if (opts.json === true) {
-        process.stdout.write(JSON.stringify({ command: 'copy', verified, source, target: copy, seconds: secondsSince(started), copySeconds, peakRssBytes: process.resourceUsage().maxRSS * 1024 }) + '\n')
-      } else {
-        process.stdout.write(table(source, copy))
-      }
+      if (opts.json === true) report(true, { command: 'copy', verified, source, target: copy, seconds: secondsSince(started), copySeconds }, '')
+      else process.stdout.write(table(source, copy))
       if (!sameSummary(copied, copy)) throw new Error('verification failed: the target does not hold what was copied')
       if (!sameSummary(source, copy)) {
         throw new Error('verification failed: the source changed during the copy (a server kept writing to it). ' +
