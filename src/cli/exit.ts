@@ -15,11 +15,3 @@ export class CliError extends Error {
     this.name = 'CliError'
   }
 }
-
-/** Not a failure: the store was already as asked (e.g. revoking a revoked key). Exit 3. */
-export class NothingToDo extends CliError {
-  constructor (message: string) {
-    super(message, EXIT.nothingToDo)
-    this.name = 'NothingToDo'
-  }
-}

@@ -7,6 +7,8 @@
 // First: refuses an unsupported Node before better-sqlite3 is loaded.
 import '../runtime/node-version.js'
 import { CommanderError } from 'commander'
+import { ConfigError } from '../config/index.js'
+import { describeFailure } from '../runtime/failure-lines.js'
 import { systemClock } from '../runtime/clock.js'
 import { CliError, EXIT } from './exit.js'
 import { buildProgram } from './program.js'
@@ -31,6 +33,7 @@ try {
     // prints the usage then, with exit code 1), is a usage error.
     process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage)
   }
-  process.stderr.write(`petstore: ${err instanceof CliError ? err.message : (err as Error).message}\n`)
+  // A bad variable (loadConfig's ConfigError) is a failure naming it: "invalid configuration: …".
+  process.stderr.write(`petstore: ${err instanceof ConfigError ? describeFailure(err) : (err as Error).message}\n`)
   process.exit(err instanceof CliError ? err.exitCode : EXIT.failure)
 }

@@ -1,12 +1,11 @@
 import { existsSync } from 'node:fs'
 import type { Command } from 'commander'
-import { PROJECT_ROOT, type Config, type DatabaseLocation } from '../config/index.js'
+import { loadConfig, PROJECT_ROOT, type Config, type DatabaseLocation } from '../config/index.js'
 import { describeFailure } from '../runtime/failure-lines.js'
 import { openStore, type Store } from '../store/index.js'
 import { describeLocation } from '../store/location.js'
 // store-file.ts, not start-checks.ts: this module must not load the SQLite driver (a PostgreSQL CLI never does).
 import { isNew } from '../store/sqlite/store-file.js'
-import { loadCliConfig } from './config.js'
 import { CliError } from './exit.js'
 
 export interface StoreOptions { create?: boolean }
@@ -53,7 +52,7 @@ export function requireDatabase (config: Readonly<Config>, opts: DatabaseNeed = 
 
 /** Opens the store DATABASE_URL names (after announceStore), runs fn, and closes it. */
 export async function withStore<T> (opts: StoreOptions, fn: (store: Store, config: Readonly<Config>) => Promise<T>): Promise<T> {
-  const config = loadCliConfig()
+  const config = loadConfig()
   announceStore(config, opts)
   let store: Store
   try {

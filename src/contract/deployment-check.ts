@@ -240,9 +240,9 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   }
 
   // One item: a listed one, a missing one.
+  const missing = missingId((idParam?.schema ?? {}) as Json, new Set(listed.map(l => l.id)))
   if (itemOp !== undefined && idParam !== undefined) {
     const id = itemOp.op.operationId as string
-    const missing = missingId(idParam.schema as Json, new Set(listed.map(l => l.id)))
     await run(id, async () => {
       const pet = listed[0]
       if (pet === undefined) throw new Skipped(`the deployment lists no item to read${opts.write ? '' : ' (--write creates one)'}`)
@@ -369,7 +369,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const limit = params(listOp).find(p => p.name === 'limit')
         const big = `${listOp.path}${limit?.schema?.maximum === undefined ? '' : `?limit=${String(limit.schema.maximum)}`}`
         const head = (method: string, url: string, extra = ''): string => `${method} ${url} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${opts.key}\r\nAccept: application/json\r\n${extra}\r\n`
-        const steps: Array<[string, string]> = [['GET', big], ['HEAD', big], ['GET', itemOp === undefined ? listOp.path : itemPath(missingId((idParam?.schema ?? {}) as Json, new Set(listed.map(l => l.id))))]]
+        const steps: Array<[string, string]> = [['GET', big], ['HEAD', big], ['GET', itemOp === undefined ? listOp.path : itemPath(missing)]]
         for (const [method, url] of steps) {
           conn.write(head(method, url))
           const res = await conn.read(method)

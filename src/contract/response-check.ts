@@ -82,7 +82,7 @@ export class ResponseChecker {
     // The path the router saw: inject() and fetch resolve dot segments like any URL parser. A path
     // starting with // is a path, not a network-path reference (light-my-request reads it so too).
     const url = res.url.startsWith('//') ? `http://x${res.url}` : res.url
-    const path = URL.canParse(url, 'http://x') ? new URL(url, 'http://x').pathname : url.split('?', 1)[0]!
+    const path = URL.parse(url, 'http://x')?.pathname ?? url.split('?', 1)[0]!
     const where = `${res.method} ${res.url} → ${res.status}`
     const method = res.method === 'HEAD' ? 'GET' : res.method
     // A path that does not percent-decode is routed again with each % escaped (routeBadUrls in

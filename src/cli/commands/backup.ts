@@ -7,7 +7,7 @@ import { AtomicFile } from '../../services/transfer/files.js'
 import { parseExport } from '../../services/transfer/parse.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
 import { openTransferReader } from '../../store/transfer.js'
-import { loadCliConfig } from '../config.js'
+import { loadConfig } from '../../config/index.js'
 import { announceStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
@@ -33,7 +33,7 @@ export function registerBackupCommand (program: Command, clock: Clock): void {
       const started = performance.now()
       const dest = resolve(path)
       if (existsSync(dest)) throw new Error(`${dest} already exists; a backup never overwrites a file`)
-      const config = loadCliConfig()
+      const config = loadConfig()
       const db = config.database
       announceStore(config, { readsOnly: true })
       if (db.kind === 'sqlite' && db.path === ':memory:') throw new Error('DATABASE_URL is sqlite::memory:, which has nothing to back up')

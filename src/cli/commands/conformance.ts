@@ -8,12 +8,8 @@ import { CliError, EXIT } from '../exit.js'
 const SHIPPED = new URL('../../../openapi/openapi.json', import.meta.url)
 
 function parseBaseUrl (value: string): URL {
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw new InvalidArgumentError('URL must be an absolute http:// or https:// URL, e.g. https://pets.example.com')
-  }
+  const url = URL.parse(value)
+  if (url === null) throw new InvalidArgumentError('URL must be an absolute http:// or https:// URL, e.g. https://pets.example.com')
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`URL must be http:// or https://, not ${url.protocol}`)
   if (url.search !== '' || url.hash !== '') throw new InvalidArgumentError('URL must have no query or fragment')
   // The service serves /openapi.json and /v1 at its root, and its Location and Link headers are paths

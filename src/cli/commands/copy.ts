@@ -1,14 +1,13 @@
 import type { Command } from 'commander'
 import type { Clock } from '../../runtime/clock.js'
-import { ConfigError, type DatabaseLocation, parseDatabaseUrl } from '../../config/index.js'
+import { ConfigError, type DatabaseLocation, loadConfig, parseDatabaseUrl } from '../../config/index.js'
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
 import { openTransferReader, openTransferWriter } from '../../store/transfer.js'
 import type { StoreConfig } from '../../store/index.js'
-import { loadCliConfig } from '../config.js'
 import { requireDatabase, sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
-import { secondsSince } from '../summary.js'
+import { report, secondsSince } from '../summary.js'
 
 async function summarize (location: DatabaseLocation, config: StoreConfig, liveSince: number): Promise<StoreSummary> {
   const reader = await openTransferReader(location, config)
@@ -45,7 +44,7 @@ export function registerCopyCommand (program: Command, clock: Clock): void {
         if (err instanceof ConfigError) cmd.error(`error: --to: ${err.message.replace(/^DATABASE_URL: /, '')}`, { exitCode: 2, code: 'petstore.usage' })
         throw err
       }
-      const config = loadCliConfig()
+      const config = loadConfig()
       sayStore(config.database)
       sayStore(target, 'target')
       if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
@@ -70,11 +69,8 @@ export function registerCopyCommand (program: Command, clock: Clock): void {
       const source = await summarize(config.database, config, liveSince)
       const copy = await summarize(target, config, liveSince)
       const verified = sameSummary(copied, copy) && sameSummary(source, copy)
-      if (opts.json === true) {
-        process.stdout.write(JSON.stringify({ command: 'copy', verified, source, target: copy, seconds: secondsSince(started), copySeconds, peakRssBytes: process.resourceUsage().maxRSS * 1024 }) + '\n')
-      } else {
-        process.stdout.write(table(source, copy))
-      }
+      if (opts.json === true) report(true, { command: 'copy', verified, source, target: copy, seconds: secondsSince(started), copySeconds }, '')
+      else process.stdout.write(table(source, copy))
       if (!sameSummary(copied, copy)) throw new Error('verification failed: the target does not hold what was copied')
       if (!sameSummary(source, copy)) {
         throw new Error('verification failed: the source changed during the copy (a server kept writing to it). ' +

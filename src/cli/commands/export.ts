@@ -4,7 +4,7 @@ import type { Clock } from '../../runtime/clock.js'
 import { AtomicFile } from '../../services/transfer/files.js'
 import { exportStore, LineSink } from '../../services/transfer/run.js'
 import { openTransferReader } from '../../store/transfer.js'
-import { loadCliConfig } from '../config.js'
+import { loadConfig } from '../../config/index.js'
 import { announceStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
@@ -20,7 +20,7 @@ export function registerExportCommand (program: Command, clock: Clock): void {
     .action(async (opts: { out?: string, json?: boolean }, cmd: Command) => {
       if (opts.json === true && opts.out === undefined) cmd.error('error: --json needs --out (stdout carries the export)', { exitCode: 2, code: 'petstore.usage' })
       const started = performance.now()
-      const config = loadCliConfig()
+      const config = loadConfig()
       announceStore(config, { readsOnly: true })
       const file = opts.out === undefined ? undefined : new AtomicFile(resolve(opts.out))
       const reader = await openTransferReader(config.database, config)

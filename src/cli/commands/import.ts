@@ -4,7 +4,7 @@ import type { Command } from 'commander'
 import { readLines } from '../../services/transfer/lines.js'
 import { importExport } from '../../services/transfer/run.js'
 import { openTransferWriter } from '../../store/transfer.js'
-import { loadCliConfig } from '../config.js'
+import { loadConfig } from '../../config/index.js'
 import { sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
@@ -22,7 +22,7 @@ export function registerImportCommand (program: Command): void {
     .action(async (path: string | undefined, opts: { intoNonempty?: boolean, json?: boolean }, cmd: Command) => {
       if (path === undefined && process.stdin.isTTY === true) cmd.error('error: give an export FILE, or pipe one into stdin', { exitCode: 2, code: 'petstore.usage' })
       const started = performance.now()
-      const config = loadCliConfig()
+      const config = loadConfig()
       sayStore(config.database)
       // The file is opened before the store is touched, so a wrong path fails first.
       const input = path === undefined ? process.stdin : createReadStream(path)

@@ -4,7 +4,7 @@ import { InvalidArgumentError } from 'commander'
 import { ALL_SCOPES, isScope, type Scope } from '../../schemas/scopes.js'
 import type { ApiKeyRecord } from '../../store/store.js'
 import { createApiKey, keyState, type KeyState } from '../../services/api-keys.js'
-import { CliError, EXIT, NothingToDo } from '../exit.js'
+import { CliError, EXIT } from '../exit.js'
 import { printRows } from '../output.js'
 import { withCreateOption, withStore, type StoreOptions } from '../store.js'
 import { parseDuration, parseWhen, resolveWhen, type When } from '../when.js'
@@ -139,8 +139,8 @@ export function registerKeysCommands (program: Command, clock: Clock): void {
         const record = (await store.listApiKeys()).find(r => r.id === id)
         if (record === undefined) throw new CliError(`no key with id ${id} (see petstore keys list)`)
         const revokedAt = record.revokedAt
-        if (revokedAt !== null && revokedAt.getTime() <= now) throw new NothingToDo(`key ${id} (${record.name}) was already revoked at ${revokedAt.toISOString()}; nothing to do`)
-        if (revokedAt !== null && revokedAt <= at) throw new NothingToDo(`key ${id} (${record.name}) is already to be revoked at ${revokedAt.toISOString()}, no later than asked; nothing to do`)
+        if (revokedAt !== null && revokedAt.getTime() <= now) throw new CliError(`key ${id} (${record.name}) was already revoked at ${revokedAt.toISOString()}; nothing to do`, EXIT.nothingToDo)
+        if (revokedAt !== null && revokedAt <= at) throw new CliError(`key ${id} (${record.name}) is already to be revoked at ${revokedAt.toISOString()}, no later than asked; nothing to do`, EXIT.nothingToDo)
         await store.revokeApiKey(id, at)
       })
       process.stderr.write(opts.after === undefined ? `key ${id} revoked\n` : `key ${id} will be revoked at ${at.toISOString()}; it works until then\n`)

@@ -1,7 +1,7 @@
 import type { Command } from 'commander'
 import { describeFailure } from '../../runtime/failure-lines.js'
 import { migrateStore } from '../../store/index.js'
-import { loadCliConfig } from '../config.js'
+import { loadConfig } from '../../config/index.js'
 import { CliError } from '../exit.js'
 import { announceStore } from '../store.js'
 
@@ -10,7 +10,7 @@ export function registerMigrateCommand (program: Command): void {
     .summary('Apply pending schema migrations')
     .description('Apply pending schema migrations to the DATABASE_URL store, creating a SQLite database that does not exist yet (start applies them too).')
     .action(async () => {
-      const config = loadCliConfig()
+      const config = loadConfig()
       announceStore(config, { mayCreate: true })
       let applied: number[]
       try {
