@@ -53,16 +53,10 @@ export const storedPet = (id: bigint, pet: NewPet): Pet => ({ id, name: pet.name
 
 export const pageAfter = (params: ListPetsParams): bigint => params.afterId ?? INT64_MIN
 
-const msOrNull = (v: string | Date | null): number | null => (v === null ? null : toDate(v).getTime())
+const ms = (d: Date | null): number | null => d?.getTime() ?? null
 
-export const toKeyRecordLine = (r: KeyExportRow): ApiKeyRecordLine => ({
-  type: 'apiKey',
-  id: Number(r.id),
-  name: r.name,
-  hash: r.key_hash,
-  scopes: parseScopesText(r.scopes),
-  createdAt: toDate(r.created_at).getTime(),
-  expiresAt: msOrNull(r.expires_at),
-  lastUsedAt: msOrNull(r.last_used_at),
-  revokedAt: msOrNull(r.revoked_at)
-})
+/** A key as the export writes it: its record with the hash, times in epoch ms. */
+export const toKeyRecordLine = (r: KeyExportRow): ApiKeyRecordLine => {
+  const k = toApiKey(r)
+  return { type: 'apiKey', ...k, hash: r.key_hash, createdAt: k.createdAt.getTime(), expiresAt: ms(k.expiresAt), lastUsedAt: ms(k.lastUsedAt), revokedAt: ms(k.revokedAt) }
+}

@@ -12,7 +12,9 @@ export const FORMAT = 'petstore-export'
 export const FORMAT_VERSION = 2
 export const READABLE_VERSIONS: readonly number[] = [1, 2]
 
-export const COUNT_NAMES = ['settings', 'apiKeys', 'pets', 'idempotencyKeys'] as const
+/** Each record type, in the file's section order, and the name of its count. */
+export const COUNT_OF = { setting: 'settings', apiKey: 'apiKeys', pet: 'pets', idempotencyKey: 'idempotencyKeys' } as const
+export const COUNT_NAMES = Object.values(COUNT_OF)
 
 export interface Header {
   format: typeof FORMAT

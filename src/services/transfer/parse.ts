@@ -6,7 +6,7 @@ import { rule } from '../../schemas/messages.js'
 import { PATTERN_RULES, PetSchema } from '../../schemas/pets.js'
 import { ALL_SCOPES, type Scope } from '../../schemas/scopes.js'
 import {
-  COUNT_NAMES, type Counts, type DataRecord, FORMAT, type Header, PetDigest, READABLE_VERSIONS, TransferLineError
+  COUNT_NAMES, COUNT_OF, type Counts, type DataRecord, FORMAT, type Header, PetDigest, READABLE_VERSIONS, TransferLineError
 } from './format.js'
 import type { Line } from './lines.js'
 
@@ -19,32 +19,25 @@ import type { Line } from './lines.js'
  */
 
 type Json = Record<string, any>
-// The sections in file order; COUNT_NAMES holds their counts in the same order.
-const SECTIONS: ReadonlyArray<DataRecord['type']> = ['setting', 'apiKey', 'pet', 'idempotencyKey']
+const SECTIONS = Object.keys(COUNT_OF) as Array<DataRecord['type']>
 
 // Times as export writes them (toISOString); the format also refuses what Date.parse cannot read (month 13).
 const UTC_TIME = 'utc-time'
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const Time = Type.String({ format: UTC_TIME })
-const NullableTime = Type.Union([Time, Type.Null()])
-const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' })
+// An annotation of our own: the rule in words, for the fields whose broken keyword alone would not say it well.
+const RULE = 'x-rule'
+const Time = Type.String({ format: UTC_TIME, [RULE]: 'must be a UTC time like 2026-01-31T12:00:00.000Z' })
+const NullableTime = Type.Union([Time, Type.Null()], { [RULE]: 'must be a UTC time like 2026-01-31T12:00:00.000Z or null' })
+const Hash = Type.String({ pattern: '^[0-9a-f]{64}$', [RULE]: 'must be a SHA-256 hash in 64 lowercase hex digits' })
 // Store ids the CLI takes as JavaScript numbers.
 const KeyId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
 // PostgreSQL text cannot hold U+0000; `petstore keys create` never makes such a name.
-const KeyName = Type.String({ maxLength: 100, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$' })
-const IdempotencyKey = Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' })
-const Scopes = Type.Array(Type.Unsafe<Scope>({ type: 'string', enum: [...ALL_SCOPES] }), { minItems: 1, uniqueItems: true })
-
-/** The rule in words, for the fields whose broken keyword alone would not say it well. */
-const RULES = new Map<TSchema, string>([
-  [Time, 'must be a UTC time like 2026-01-31T12:00:00.000Z'],
-  [NullableTime, 'must be a UTC time like 2026-01-31T12:00:00.000Z or null'],
-  [Hash, 'must be a SHA-256 hash in 64 lowercase hex digits'],
-  [KeyName, 'must be 1 to 100 characters, not blank, without U+0000'],
-  [IdempotencyKey, 'must be 1 to 255 printable ASCII characters without spaces'],
-  [Scopes, `must be a non-empty array of distinct scopes among ${ALL_SCOPES.join(', ')}`]
-])
+const KeyName = Type.String({ maxLength: 100, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$', [RULE]: 'must be 1 to 100 characters, not blank, without U+0000' })
+const IdempotencyKey = Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', [RULE]: 'must be 1 to 255 printable ASCII characters without spaces' })
+const Scopes = Type.Array(Type.Unsafe<Scope>({ type: 'string', enum: [...ALL_SCOPES] }), {
+  minItems: 1, uniqueItems: true, [RULE]: `must be a non-empty array of distinct scopes among ${ALL_SCOPES.join(', ')}`
+})
 
 const closed = { additionalProperties: false } as const
 const HeaderLine = Type.Object({
@@ -93,8 +86,7 @@ function problem (what: string, schema: TSchema, e: ErrorObject): string {
   let s: Json | undefined = schema
   for (const [i, key] of path.entries()) {
     s = s?.properties?.[key] ?? s?.items
-    const words = RULES.get(s as TSchema)
-    if (words !== undefined) return `${what} field '${path.slice(0, i + 1).join('.')}' ${words}`
+    if (s?.[RULE] !== undefined) return `${what} field '${path.slice(0, i + 1).join('.')}' ${String(s[RULE])}`
   }
   return `${what} field '${path.join('.')}' ${rule(e, e.parentSchema as Json, { patterns: PATTERN_RULES, assignedFields: new Map() })}`
 }
@@ -105,6 +97,7 @@ function checker<T extends TSchema> (what: string, schema: T): (line: Line, o: J
   return (line, o) => {
     if (ajv === undefined) {
       ajv = createRequestAjv()
+      ajv.addKeyword(RULE)
       ajv.addFormat(UTC_TIME, { type: 'string', validate: (s: string) => ISO.test(s) && !Number.isNaN(Date.parse(s)) })
     }
     validate ??= ajv.compile(withInt64(schema))
@@ -221,7 +214,7 @@ export async function parseExport (lines: AsyncGenerator<Line>): Promise<ParsedF
         throw new TransferLineError(line.no, `a ${record.type} record after the ${SECTIONS[section]} records (the order is ${SECTIONS.join(', ')})`)
       }
       section = s
-      const count = COUNT_NAMES[s]!
+      const count = COUNT_OF[record.type]
       if (++seen[count] > header.counts[count]) {
         throw new TransferLineError(line.no, `more ${count} records than the header announces (${header.counts[count]})`)
       }

@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import type { Writable } from 'node:stream'
 import type { Progress, TransferReader, TransferWriter } from '../../store/transfer/contract.js'
 import {
-  COUNT_NAMES, type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
+  COUNT_NAMES, COUNT_OF, type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
 } from './format.js'
 import type { Line } from './lines.js'
 import { parseExport } from './parse.js'
@@ -15,7 +15,6 @@ export interface StoreSummary { kind: 'sqlite' | 'postgres', counts: Counts, pet
 
 const total = (c: Counts) => c.settings + c.apiKeys + c.pets + c.idempotencyKeys
 const emptyCounts = (): Counts => ({ settings: 0, apiKeys: 0, pets: 0, idempotencyKeys: 0 })
-const countOf = { setting: 'settings', apiKey: 'apiKeys', pet: 'pets', idempotencyKey: 'idempotencyKeys' } as const
 
 export class LineSink {
   private lines: string[] = []
@@ -66,7 +65,7 @@ export async function exportStore (reader: TransferReader, sink: LineSink, opts:
   await feed(allRecords(reader), async (r) => {
     const line = recordLine(r)
     if (r.type === 'pet') digest.addLine(line)
-    seen[countOf[r.type]]++
+    seen[COUNT_OF[r.type]]++
     await sink.write(line)
   }, opts.progress)
   await reader.end()

@@ -19,13 +19,9 @@ export interface PgConnectionOptions {
   preparedStatements: PreparedStatementsMode
 }
 
-const INT8_OID = 20
-
 /** int8 parsed to BigInt, exactly; set on our pools only, never on pg's global parser table. */
-export const pgTypes: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary' ? (v: string) => BigInt(v) : pg.types.getTypeParser(oid, format ?? 'text')) as pg.CustomTypesConfig['getTypeParser']
-}
+const pgTypes = new pg.TypeOverrides()
+pgTypes.setTypeParser(pg.types.builtins.INT8, BigInt)
 
 /**
  * No startup parameter beyond user, database and application_name: a transaction-mode pooler refuses
@@ -70,8 +66,8 @@ export class PgDatabase {
   private autoNamed: boolean
   /** The name carries a hash of the text, so one name never means two texts across versions. */
   private readonly names = new Map<string, string>()
-  private stopped: NamingStopped | undefined
-  private readonly stopWatchers: Array<(e: NamingStopped) => void> = []
+  private tellStopped!: (e: NamingStopped) => void
+  private readonly stopped = new Promise<NamingStopped>(resolve => { this.tellStopped = resolve })
 
   constructor (private readonly opts: PgConnectionOptions) {
     this.prologue = txPrologue(opts.statementTimeoutMs)
@@ -94,15 +90,13 @@ export class PgDatabase {
   }
 
   onNamingStopped (fn: (e: NamingStopped) => void): void {
-    if (this.stopped !== undefined) fn(this.stopped)
-    else this.stopWatchers.push(fn)
+    void this.stopped.then(fn)
   }
 
   private stopNaming (err: { code?: string, message?: string }): void {
     if (!this.autoNamed) return
     this.autoNamed = false
-    this.stopped = { code: err.code ?? '', serverMessage: err.message ?? '' }
-    for (const fn of this.stopWatchers.splice(0)) fn(this.stopped)
+    this.tellStopped({ code: err.code ?? '', serverMessage: err.message ?? '' })
   }
 
   private named (s: PgStatement, name: string): pg.QueryConfig {

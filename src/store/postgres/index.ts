@@ -38,6 +38,9 @@ function insertPets (pets: NewPet[], statementTimeoutMs: number): PgStatement {
   }
 }
 
+export const INSERT_IDEMPOTENCY_KEYS = `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at)
+  SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[], $5::timestamptz[])`
+
 const insertedIds = (res: { rows: unknown[] }): bigint[] => (res.rows as Array<{ id: bigint }>).map(r => r.id)
 
 /**
@@ -120,8 +123,7 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
       const ids = plan.pets.length === 0 ? [] : insertedIds(await query(insertPets(plan.pets, this.statementTimeoutMs)))
       if (plan.record.length > 0) {
         await query({
-          text: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at)
-                 SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[], $5::timestamptz[])`,
+          text: INSERT_IDEMPOTENCY_KEYS,
           values: [
             plan.record.map(r => r.idem.apiKeyId),
             plan.record.map(r => r.idem.key),

@@ -95,16 +95,14 @@ export async function migratePostgres (client: pg.Client, migrations: readonly M
   checkVersions(migrations)
   const applied: number[] = []
   for (const m of migrations) {
-    await client.query('BEGIN')
     try {
-      await client.query('SET LOCAL statement_timeout = 0')
-      await client.query('SET LOCAL synchronous_commit = on')
-      await client.query('SELECT pg_advisory_xact_lock($1::int8)', [MIGRATION_LOCK_KEY.toString()])
-      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version integer PRIMARY KEY,
-        name text NOT NULL,
-        applied_at timestamptz NOT NULL
-      )`)
+      await client.query(`BEGIN; SET LOCAL statement_timeout = 0; SET LOCAL synchronous_commit = on;
+        SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY});
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+          version integer PRIMARY KEY,
+          name text NOT NULL,
+          applied_at timestamptz NOT NULL
+        )`)
       const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version])
       if (done.rowCount === 0) {
         await client.query(m.sql)

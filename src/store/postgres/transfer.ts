@@ -7,7 +7,7 @@ import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, isoTime, type PetRecord, recordRefused, type SettingRecord
 } from '../transfer/records.js'
 import { createMigrationClient, guard, type PgConnectionOptions } from './connection.js'
-import { PET_INSERT_LOCK_KEY, PostgresStore } from './index.js'
+import { INSERT_IDEMPOTENCY_KEYS, PET_INSERT_LOCK_KEY, PostgresStore } from './index.js'
 
 /** Rows per round trip, both ways: big enough to amortize the trip, small enough to keep memory flat. */
 const BATCH = 5000
@@ -60,8 +60,7 @@ const INSERTS = {
     values: (rs: PetRecord[]) => [rs.map(r => r.id.toString()), rs.map(r => Buffer.from(r.name, 'utf8')), rs.map(r => r.categoryId.toString()), rs.map(r => r.status)]
   },
   idempotencyKey: {
-    text: `INSERT INTO idempotency_keys (api_key_id, key, fingerprint, pet_id, created_at)
-           SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[], $5::timestamptz[])`,
+    text: INSERT_IDEMPOTENCY_KEYS,
     values: (rs: IdempotencyRecord[]) => [rs.map(r => r.apiKeyId), rs.map(r => r.key), rs.map(r => r.fingerprint), rs.map(r => r.petId.toString()), rs.map(r => isoTime(r.createdAt))]
   }
 }
@@ -155,11 +154,8 @@ const isConstraint = (err: unknown) => ['23505', '23503'].includes(String((err a
  * highest id in the table (never backwards, when the sequence is already further).
  */
 async function movePastHighestId (client: pg.Client, table: string): Promise<void> {
-  const seq = (await client.query<{ s: string }>('SELECT pg_get_serial_sequence($1, \'id\') AS s', [table])).rows[0]!.s
-  // `seq` is the schema-qualified, already quoted name PostgreSQL itself returned.
-  const state = (await client.query<{ last_value: bigint, is_called: boolean }>(`SELECT last_value, is_called FROM ${seq}`)).rows[0]!
-  const max = (await client.query<{ m: bigint | null }>(`SELECT max(id) AS m FROM ${table}`)).rows[0]!.m
-  if (max === null) return
-  const nextDrawn = state.is_called ? state.last_value + 1n : state.last_value
-  if (max >= nextDrawn) await client.query('SELECT setval($1, $2::int8, true)', [seq, max.toString()])
+  const { seq, max } = (await client.query<{ seq: string, max: bigint | null }>(`SELECT pg_get_serial_sequence($1, 'id') AS seq, max(id) AS max FROM ${table}`, [table])).rows[0]!
+  // `seq` is the schema-qualified, already quoted name PostgreSQL itself returned. The next value
+  // drawn is last_value + 1, or last_value itself before the first draw.
+  if (max !== null) await client.query(`SELECT setval($1, $2::int8) FROM ${seq} WHERE $2::int8 > last_value OR (NOT is_called AND $2::int8 = last_value)`, [seq, max.toString()])
 }
