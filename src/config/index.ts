@@ -13,7 +13,7 @@ const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 export const LARGEST_BODY_LIMIT = 1048576
 
 /** Every setting, read once here (nothing else reads process.env); the reference docs and .env.example are generated from it. */
-const EnvSchema = Type.Object({
+export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on; change it when 8080 is taken or the platform assigns one.' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on; 0.0.0.0 to be reached from other hosts or from outside a container.' }),
   DATABASE_URL: Type.String({ minLength: 1, default: DEFAULT_DATABASE_URL, description: 'sqlite:PATH (a relative PATH is relative to the working directory), sqlite::memory:, postgres://… or postgresql://… (PostgreSQL: docs/how-to/postgresql.md). Unset: data/petstore.db in the project directory, wherever the command runs from.' }),
@@ -70,20 +70,10 @@ export type DatabaseLocation =
 export type Config = ReturnType<typeof loadConfig>
 
 /** What the service decides of tracing; the SDK and the exporter read the other OTEL_* variables themselves. */
-export interface TracingConfig {
-  /** undefined: OTEL_RESOURCE_ATTRIBUTES names it. */
-  serviceName: string | undefined
-  /** The encoding of exported spans: the one exporter loaded. */
-  protocol: 'http/protobuf' | 'http/json'
-  /** The W3C propagators, in order; empty: none (every request starts a trace). */
-  propagators: ReadonlyArray<'tracecontext' | 'baggage'>
-}
+export type TracingConfig = NonNullable<Config['tracing']>
 
 export class ConfigError extends Error {
-  constructor (message: string) {
-    super(message)
-    this.name = 'ConfigError'
-  }
+  override name = 'ConfigError'
 }
 
 export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation {
@@ -243,20 +233,23 @@ export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string 
  * OTEL_TRACES_EXPORTER=otlp; OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turn it off. The
  * service name defaults to petstore, unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES name one.
  */
-function parseTracing (e: Env): TracingConfig | undefined {
+function parseTracing (e: Env) {
   if (e.OTEL_SDK_DISABLED === 'true' || e.OTEL_TRACES_EXPORTER === 'none') return undefined
   const on = e.OTEL_TRACES_EXPORTER === 'otlp' || e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined
   if (!on) return undefined
   const named = /(^|,)\s*service\.name\s*=/.test(e.OTEL_RESOURCE_ATTRIBUTES ?? '')
   return Object.freeze({
+    /** undefined: OTEL_RESOURCE_ATTRIBUTES names it. */
     serviceName: e.OTEL_SERVICE_NAME ?? (named ? undefined : 'petstore'),
-    protocol: (e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf') as TracingConfig['protocol'],
+    /** The encoding of exported spans: the one exporter loaded. */
+    protocol: (e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf') as 'http/protobuf' | 'http/json',
+    /** The W3C propagators, in order; empty: none (every request starts a trace). */
     propagators: parsePropagators(e.OTEL_PROPAGATORS)
   })
 }
 
 /** OTEL_PROPAGATORS as the specification reads it (empty is the default; none wins); only the W3C ones. */
-function parsePropagators (value: string | undefined): TracingConfig['propagators'] {
+function parsePropagators (value: string | undefined): ReadonlyArray<'tracecontext' | 'baggage'> {
   const names = parseList(value ?? '')
   if (names.length === 0) return Object.freeze(['tracecontext', 'baggage'] as const)
   for (const n of names) {
@@ -265,5 +258,3 @@ function parsePropagators (value: string | undefined): TracingConfig['propagator
   if (names.includes('none')) return Object.freeze([])
   return Object.freeze([...new Set(names as Array<'tracecontext' | 'baggage'>)])
 }
-
-export { EnvSchema }

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, type CounterConfiguration, Gauge, type GaugeConfiguration, Histogram, Registry } from 'prom-client'
 import { isPooled, namesStatements } from '../store/store.js'
 
 type ReadCacheKind = 'pet' | 'page'
@@ -24,49 +24,42 @@ const LOOP_DELAY_GAUGES = [
  */
 export class Metrics {
   private readonly registry = new Registry()
-  private readonly registers = [this.registry]
 
-  private readonly requests = new Counter({
+  private readonly requests = this.counter({
     name: 'petstore_http_requests_total',
     help: 'HTTP requests answered, by method, route template and status.',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: this.registers
+    labelNames: ['method', 'route', 'status'] as const
   })
 
-  readonly rateLimited = new Counter({
+  readonly rateLimited = this.counter({
     name: 'petstore_rate_limited_total',
     help: 'Requests refused with 429, by limit: key (per API key) or address (failed authentication per client address).',
-    labelNames: ['scope'] as const,
-    registers: this.registers
+    labelNames: ['scope'] as const
   })
 
   /** By reason only: never a key, a hash or an id. */
-  readonly authRefusals = new Counter({
+  readonly authRefusals = this.counter({
     name: 'petstore_auth_refusals_total',
     help: 'Requests refused by authentication or authorization, by reason: missing (no bearer key), unknown (not a key issued here, or malformed), ' +
       'revoked, expired (401), insufficient_scope (403: a valid key without the operation\'s scope).',
-    labelNames: ['reason'] as const,
-    registers: this.registers
+    labelNames: ['reason'] as const
   })
 
-  readonly overloaded = new Counter({
+  readonly overloaded = this.counter({
     name: 'petstore_overload_rejections_total',
-    help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.',
-    registers: this.registers
+    help: 'Requests shed with 503 because the event loop lagged past EVENT_LOOP_MAX_DELAY_MS.'
   })
 
-  readonly storeErrors = new Counter({
+  readonly storeErrors = this.counter({
     name: 'petstore_store_errors_total',
     help: 'Failures to reach a backing store: the database (sqlite/postgres) or the rate-limit Redis.',
-    labelNames: ['store'] as const,
-    registers: this.registers
+    labelNames: ['store'] as const
   })
 
-  private readonly getPetCalls = new Counter({
+  private readonly getPetCalls = this.counter({
     name: 'petstore_deprecated_getpet_calls_total',
     help: 'Calls to the deprecated getPet (GET /v1/pets/{petId}) by API key id: who must migrate before the sunset.',
-    labelNames: ['key_id'] as const,
-    registers: this.registers
+    labelNames: ['key_id'] as const
   })
 
   readonly readCache: Record<ReadCacheKind, { hits: Counter.Internal, misses: Counter.Internal }>
@@ -78,51 +71,41 @@ export class Metrics {
   private readonly delays: IntervalHistogram | undefined
 
   constructor (store: object, opts: { processMetrics?: boolean } = {}) {
-    const { registers } = this
-    const hits = new Counter({
+    const hits = this.counter({
       name: 'petstore_read_cache_hits_total',
       help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.',
-      labelNames: ['kind'],
-      registers
+      labelNames: ['kind']
     })
-    const misses = new Counter({
+    const misses = this.counter({
       name: 'petstore_read_cache_misses_total',
       help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.',
-      labelNames: ['kind'],
-      registers
+      labelNames: ['kind']
     })
     this.readCache = {
       pet: { hits: hits.labels('pet'), misses: misses.labels('pet') },
       page: { hits: hits.labels('page'), misses: misses.labels('page') }
     }
     const dropped = () => this.logLinesDropped()
-    // eslint-disable-next-line no-new
-    new Counter({
+    this.counter({
       name: 'petstore_log_lines_dropped_total',
       help: 'Log lines lost: more than 16 MiB waited for a slow stdout, or stdout failed (its reader gone). The lines themselves cannot say so.',
-      registers,
       collect () { this.reset(); this.inc(dropped()) }
     })
-    this.getPetSunset = new Gauge({
+    this.getPetSunset = this.gauge({
       name: 'petstore_getpet_sunset_timestamp_seconds',
-      help: 'When the deprecated getPet is removed (its sunset), in seconds since the Unix epoch: alert rules compare it with time().',
-      registers
+      help: 'When the deprecated getPet is removed (its sunset), in seconds since the Unix epoch: alert rules compare it with time().'
     })
     // No series until the getPet route says when (a Metrics without the app).
     this.getPetSunset.remove()
     const size = () => this.readCacheSize()
-    // eslint-disable-next-line no-new
-    new Gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', registers, collect () { this.set(size().entries) } })
-    // eslint-disable-next-line no-new
-    new Gauge({ name: 'petstore_read_cache_bytes', help: 'Memory the read cache accounts for (bodies plus a fixed overhead per entry), at most READ_CACHE_MAX_MB.', registers, collect () { this.set(size().bytes) } })
+    this.gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', collect () { this.set(size().entries) } })
+    this.gauge({ name: 'petstore_read_cache_bytes', help: 'Memory the read cache accounts for (bodies plus a fixed overhead per entry), at most READ_CACHE_MAX_MB.', collect () { this.set(size().bytes) } })
     if (isPooled(store)) {
       const stats = store.poolStats.bind(store)
-      // eslint-disable-next-line no-new
-      new Gauge({
+      this.gauge({
         name: 'petstore_store_pool_connections',
         help: 'Database connection pool: total and idle connections, and callers waiting for one.',
         labelNames: ['state'],
-        registers,
         collect () {
           const s = stats()
           this.set({ state: 'total' }, s.total)
@@ -133,11 +116,9 @@ export class Metrics {
     }
     if (namesStatements(store)) {
       const named = store.namedStatements.bind(store)
-      // eslint-disable-next-line no-new
-      new Gauge({
+      this.gauge({
         name: 'petstore_pg_named_statements',
         help: 'PostgreSQL: 1 while hot statements are sent as named (server-side prepared) statements, 0 when they are not: PG_PREPARED_STATEMENTS=off, or auto after a transaction-mode pooler showed (logged once at warn).',
-        registers,
         collect () { this.set(named() ? 1 : 0) }
       })
     }
@@ -146,7 +127,7 @@ export class Metrics {
       help: 'Time from receiving a request to finishing its response, by method, route template and status.',
       labelNames: ['method', 'route', 'status'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers
+      registers: [this.registry]
     })
     if (opts.processMetrics === true) {
       collectDefaultMetrics({ register: this.registry, prefix: 'petstore_' })
@@ -165,11 +146,9 @@ export class Metrics {
     for (const [stat, help, read] of LOOP_DELAY_GAUGES) {
       const name = `petstore_nodejs_eventloop_lag_${stat}_seconds`
       this.registry.removeSingleMetric(name)
-      // eslint-disable-next-line no-new
-      new Gauge({
+      this.gauge({
         name,
         help,
-        registers: this.registers,
         collect () {
           if (delays.count === 0) this.remove()
           else this.set(read(delays) / 1e9)
@@ -178,6 +157,15 @@ export class Metrics {
         }
       })
     }
+  }
+
+  /** prom-client's metrics, each in this app's registry. */
+  private counter<L extends string> (c: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
+    return new Counter({ ...c, registers: [this.registry] })
+  }
+
+  private gauge<L extends string> (c: Omit<GaugeConfiguration<L>, 'registers'>): Gauge<L> {
+    return new Gauge({ ...c, registers: [this.registry] })
   }
 
   /** The registry of these metrics: its metrics() is the /metrics text, read at that call. */

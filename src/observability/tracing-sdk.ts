@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import { format } from 'node:util'
-import { context, diag, propagation, type Span, SpanKind, SpanStatusCode, type TextMapPropagator, trace } from '@opentelemetry/api'
+import { context, diag, propagation, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
 import { CompositePropagator, diagLogLevelFromString, getStringFromEnv, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core'
 import { registerInstrumentations } from '@opentelemetry/instrumentation'
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis'
@@ -36,7 +36,9 @@ export async function startSdk (config: TracingConfig, load: { postgres: boolean
   let resource = defaultResource().merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
   if (config.serviceName !== undefined) resource = resource.merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }))
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] })
-  provider.register({ propagator: propagatorOf(config.propagators) })
+  // The propagators OTEL_PROPAGATORS names (config/index.ts); none: every request starts a trace.
+  const propagators = config.propagators.map(n => n === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator())
+  provider.register({ propagator: new CompositePropagator({ propagators }) })
 
   registerInstrumentations({
     tracerProvider: provider,
@@ -69,12 +71,6 @@ export async function startSdk (config: TracingConfig, load: { postgres: boolean
     traceStore: (store) => traceStore(store, tracer),
     shutdown: async () => { await provider.shutdown() }
   }
-}
-
-/** The propagators OTEL_PROPAGATORS names (config.ts); null: none, every request starts a trace. */
-function propagatorOf (names: TracingConfig['propagators']): TextMapPropagator | null {
-  if (names.length === 0) return null
-  return new CompositePropagator({ propagators: names.map(n => n === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator()) })
 }
 
 const SPAN = Symbol('petstore.serverSpan')
@@ -130,12 +126,6 @@ function fieldsOfSpan (span: Span): TraceFields {
 
 type Method<S> = { [K in keyof S]: S[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof S]
 
-function failed (span: Span, err: unknown): unknown {
-  span.recordException(err as Error)
-  span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
-  return err
-}
-
 /** SQLite has no instrumentation of its own: a client span per store operation, no parameter value. */
 function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.getTracer>): S {
   const traced = Object.create(store) as S
@@ -147,7 +137,9 @@ function traceStore<S extends Store> (store: S, tracer: ReturnType<typeof trace.
         after?.(result, span)
         return result
       } catch (err) {
-        throw failed(span, err)
+        span.recordException(err as Error)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message })
+        throw err
       } finally {
         span.end()
       }

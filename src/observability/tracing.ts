@@ -1,7 +1,7 @@
 import type { Config } from '../config/index.js'
 import type { Tracing } from './tracing-types.js'
 
-export type { TraceFields, Tracing } from './tracing-types.js'
+export type { Tracing } from './tracing-types.js'
 
 /** Call before the store and the app are made (instrumentation patches their drivers). */
 export async function startTracing (config: Pick<Config, 'tracing' | 'database' | 'redisUrl'>): Promise<Tracing | undefined> {

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { writeAccessLine } from '../logging/access-line.js'
 import { redactUrl } from '../services/redact.js'
 import type { Tracing } from '../observability/tracing.js'
 import type { Metrics } from '../observability/metrics.js'
@@ -23,7 +22,10 @@ async function observability (app: FastifyInstance, opts: { metrics: Metrics, tr
     const ms = reply.elapsedTime
     metrics.observe(method, route, status, ms)
     const keyId = request.apiKeyId
-    writeAccessLine(app.log, { reqId: request.id, keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(request.originalUrl), status, code: request.failure?.error.code, ms: Math.round(ms * 100) / 100, trace: tracing?.fieldsOf(request) })
+    // The fields docs/reference/behaviour.md ("Logs") names: the key's id (never the key), the URL
+    // redacted, the Error's code when the answer is one; then the request's trace while tracing is on.
+    const line = { reqId: request.id, keyId: keyId === 0 ? undefined : keyId, method, route, url: redactUrl(request.originalUrl), status, code: request.failure?.error.code, ms: Math.round(ms * 100) / 100 }
+    app.log.info(tracing === undefined ? line : { ...line, ...tracing.fieldsOf(request) }, 'request completed')
     done()
   })
 }

@@ -105,12 +105,7 @@ function beforeLimits (headers: HeaderMap): HeaderMap {
 
 /** Listed, not promised: the parser's answer with the same status lacks them. */
 function notOnParserAnswers (headers: HeaderMap): HeaderMap {
-  const out: HeaderMap = {}
-  for (const [name, h] of Object.entries(headers)) {
-    const { 'x-required': _required, ...rest } = h
-    out[name] = rest
-  }
-  return out
+  return Object.fromEntries(Object.entries(headers).map(([name, { 'x-required': _required, ...rest }]) => [name, rest]))
 }
 
 /** What authentication (plugins/auth.ts) can answer to any /v1 request before it reaches an operation. */

@@ -54,6 +54,12 @@ export function unroutedRequests (): Json {
   for (const [status, codes] of codesByStatus(UNROUTED_CODES)) responses[String(status)] = errorResponse(status, codes)
   // The docs page's static files carry @fastify/static's weak validators.
   const docsValidator = { type: 'string', pattern: '^(W/)?"[A-Za-z0-9_-]+"$' }
+  // New objects at each use: the YAML document would write an object met twice as an anchor and its aliases.
+  const fileHeaders = (): Json => ({
+    'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
+    'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
+  })
+  const text = (...types: string[]): Json => Object.fromEntries(types.map(t => [t, { schema: { type: 'string' } }]))
   return {
     description: 'Answers to a request that matches no operation, for every method the HTTP parser accepts (CONNECT included): ' +
       '404 `not_found` for a path not listed, 405 `method_not_allowed` with `Allow` for a listed path and another method, ' +
@@ -76,17 +82,9 @@ export function unroutedRequests (): Json {
             'X-Request-Id': header('X-Request-Id'),
             ETag: { description: 'Entity tag: strong for the document, weak (`W/"…"`, from the file\'s size and time) for a static file of the page.', schema: docsValidator },
             'Content-Encoding': { description: 'gzip or br when `Accept-Encoding` allows it (the document only).', schema: { type: 'string', enum: ['gzip', 'br'] } },
-            'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
-            'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
+            ...fileHeaders()
           },
-          content: {
-            'application/json': { schema: { type: 'object' } },
-            'application/yaml': { schema: { type: 'string' } },
-            'text/html': { schema: { type: 'string' } },
-            'text/css': { schema: { type: 'string' } },
-            'application/javascript': { schema: { type: 'string' } },
-            'image/png': { schema: { type: 'string' } }
-          }
+          content: { 'application/json': { schema: { type: 'object' } }, ...text('application/yaml', 'text/html', 'text/css', 'application/javascript', 'image/png') }
         },
         206: {
           description: 'A static file of the docs page asked with `Range` (one byte range): that part of it.',
@@ -94,15 +92,9 @@ export function unroutedRequests (): Json {
             'X-Request-Id': header('X-Request-Id'),
             'Content-Range': { description: 'The range sent and the file\'s length (`bytes 0-9/187535`).', required: true, schema: { type: 'string' } },
             ETag: { description: 'The file\'s weak entity tag.', schema: docsValidator },
-            'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
-            'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
+            ...fileHeaders()
           },
-          content: {
-            'text/css': { schema: { type: 'string' } },
-            'application/javascript': { schema: { type: 'string' } },
-            'text/html': { schema: { type: 'string' } },
-            'image/png': { schema: { type: 'string' } }
-          }
+          content: text('text/css', 'application/javascript', 'text/html', 'image/png')
         },
         302: {
           description: 'To the docs page (`/docs`, `/docs/static/index.html`).',
@@ -113,8 +105,7 @@ export function unroutedRequests (): Json {
           headers: {
             'X-Request-Id': header('X-Request-Id'),
             ETag: { description: 'The entity tag the client holds.', schema: docsValidator },
-            'Last-Modified': { description: 'Modification time of a static file.', schema: { type: 'string' } },
-            'Accept-Ranges': { description: 'Static files accept byte ranges.', schema: { type: 'string' } }
+            ...fileHeaders()
           }
         },
         412: {

@@ -31,16 +31,10 @@ function integerReader (schema: Json): (data: unknown) => unknown {
  */
 export function createValidatorCompiler (shared: readonly TSchema[], phrases: RulePhrases): FastifySchemaCompiler<TSchema> {
   // Each validator is compiled on its first request (synchronously: no race). Bodies get an Ajv that
-  // collects every error; query, path and headers stop at the first.
-  const instances = new Map<boolean, Ajv2020>()
-  const requestAjv = (allErrors: boolean): Ajv2020 => {
-    let ajv = instances.get(allErrors)
-    if (ajv === undefined) {
-      ajv = createRequestAjv({ allErrors }).addSchema(shared.map(withInt64))
-      instances.set(allErrors, ajv)
-    }
-    return ajv
-  }
+  // collects every error (instances[1]); query, path and headers one that stops at the first ([0]).
+  const instances: Array<Ajv2020 | undefined> = []
+  const requestAjv = (allErrors: boolean): Ajv2020 =>
+    (instances[Number(allErrors)] ??= createRequestAjv({ allErrors }).addSchema(shared.map(withInt64)))
   return ({ schema, httpPart }) => {
     const part = (httpPart ?? 'body') as RequestPart
     const prepared = withInt64(schema as Json)

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import { ALL_SCOPES, type Scope } from '../schemas/scopes.js'
 import type { Clock } from '../runtime/clock.js'
 import type { ApiKeyGrant, ApiKeyRecord, Store } from '../store/store.js'
@@ -73,6 +74,8 @@ export function missingScope (grant: KeyGrant, scope: () => Scope | undefined): 
 interface CacheEntry { grant: KeyGrant | undefined, expires: number }
 
 const KNOWN_VALID_MS = 24 * 3600000
+/** The most keys each of the caches below holds. */
+const MAX_ENTRIES = 10000
 
 /**
  * Trusts what the store said of a key for at most `ttlMs`, so a revocation made elsewhere (another
@@ -82,7 +85,8 @@ const KNOWN_VALID_MS = 24 * 3600000
 export class ApiKeyVerifier {
   private readonly cache = new Map<string, CacheEntry>()
   private readonly inFlight = new Map<string, Promise<KeyGrant | undefined>>()
-  private readonly valid = new Map<string, number>()
+  /** By hash: until when a key that verified here is known valid; least recently verified go first. */
+  private readonly valid = new LRUCache<string, number>({ max: MAX_ENTRIES })
   private usedAt = new Map<number, number>()
   private readonly timer: NodeJS.Timeout
 
@@ -90,8 +94,7 @@ export class ApiKeyVerifier {
     private readonly store: Store,
     private readonly ttlMs: number,
     private readonly now: Clock,
-    private readonly flushEveryMs = 5000,
-    private readonly maxEntries = 10000
+    flushEveryMs = 5000
   ) {
     this.timer = setInterval(() => { void this.flushLastUsed() }, flushEveryMs)
     this.timer.unref()
@@ -107,19 +110,8 @@ export class ApiKeyVerifier {
     // per request is about a tenth of a cached read's server CPU).
     if (typeof verdictAt(this.fresh(key, now)?.grant, now) !== 'string') return true
     if (!API_KEY_PATTERN.test(key)) return false
-    const until = this.valid.get(hashApiKey(key))
+    const until = this.valid.peek(hashApiKey(key))
     return until !== undefined && until > now
-  }
-
-  private rememberValid (hash: string, valid: boolean): void {
-    if (!valid) {
-      this.valid.delete(hash)
-      return
-    }
-    // Re-inserted: Map order is least recently verified first.
-    this.valid.delete(hash)
-    if (this.valid.size >= this.maxEntries) this.valid.delete(this.valid.keys().next().value!)
-    this.valid.set(hash, this.now() + KNOWN_VALID_MS)
   }
 
   async verify (key: string): Promise<KeyVerdict> {
@@ -152,8 +144,9 @@ export class ApiKeyVerifier {
       const found = await this.store.findApiKeyByHash(hash)
       const grant = found === undefined ? undefined : toGrant(found)
       const now = this.now()
-      this.rememberValid(hash, typeof verdictAt(grant, now) !== 'string')
-      if (this.cache.size >= this.maxEntries) this.cache.clear()
+      if (typeof verdictAt(grant, now) === 'string') this.valid.delete(hash)
+      else this.valid.set(hash, now + KNOWN_VALID_MS)
+      if (this.cache.size >= MAX_ENTRIES) this.cache.clear()
       this.cache.set(key, { grant, expires: now + this.ttlMs })
       return grant
     } finally {

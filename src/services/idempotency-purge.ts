@@ -16,8 +16,5 @@ export default async function idempotencyPurge (app: FastifyInstance, opts: Idem
       .catch((err: unknown) => app.log.warn({ err }, 'purging expired idempotency keys failed'))
   }, opts.everyMs ?? 3600000)
   timer.unref()
-  app.addHook('onClose', (_app, done) => {
-    clearInterval(timer)
-    done()
-  })
+  app.addHook('onClose', async () => { clearInterval(timer) })
 }

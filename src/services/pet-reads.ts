@@ -1,11 +1,8 @@
-import type { Pet, PetStatus } from '../schemas/pets.js'
-import type { Store } from '../store/store.js'
+import type { Pet } from '../schemas/pets.js'
+import type { ListPetsParams, Store } from '../store/store.js'
 
-export interface PageQuery {
-  afterId: bigint | null
-  limit: number
-  status: PetStatus | undefined
-}
+/** What listPets asks the store, `limit` the page's size. */
+export type PageQuery = ListPetsParams
 
 export interface Page {
   pets: Pet[]
