@@ -36,30 +36,28 @@ export function startThread (name: 'writer-worker', workerData: unknown): Worker
 export class WorkerWriter {
   private worker: Worker | undefined
   private nextId = 1
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
+  private readonly pending = new Map<number, PromiseWithResolvers<unknown>>()
   private dead: Error | undefined
   private closed = false
-  private up: { promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void } | undefined
+  /** Resolved by the thread's first message: its connection is open. */
+  private readonly up = Promise.withResolvers<void>()
 
   constructor (
     private readonly path: string,
     private readonly synchronous: SynchronousLevel,
     private readonly file: { identity: StoreFileIdentity, idAtOpen: number | undefined },
     private readonly onGone: (found: Gone) => StoreGoneError
-  ) {}
+  ) {
+    this.up.promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
+  }
 
   start (): Worker {
     if (this.worker !== undefined) return this.worker
-    const worker = startThread('writer-worker', { path: this.path, synchronous: this.synchronous, file: this.file })
-    let settle!: Pick<NonNullable<typeof this.up>, 'resolve' | 'reject'>
-    const promise = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
-    promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
-    this.up = { promise, ...settle }
-    worker.on('message', (res: WriterResponse) => this.settle(res))
-    worker.on('error', (err) => this.fail(err))
-    worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
-    this.worker = worker
-    return worker
+    this.worker = startThread('writer-worker', { path: this.path, synchronous: this.synchronous, file: this.file })
+    this.worker.on('message', (res: WriterResponse) => this.settle(res))
+    this.worker.on('error', (err) => this.fail(err))
+    this.worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
+    return this.worker
   }
 
   stopped (): StoreUnavailableError | undefined {
@@ -73,10 +71,10 @@ export class WorkerWriter {
     if (stopped !== undefined) return Promise.reject(stopped)
     const worker = this.start()
     const id = this.nextId++
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      worker.postMessage({ ...req, id })
-    })
+    const task = Promise.withResolvers<unknown>()
+    this.pending.set(id, task)
+    worker.postMessage({ ...req, id })
+    return task.promise as Promise<T>
   }
 
   /** StoreUnavailableError once stopped, or while still starting after `waitMs`. */
@@ -86,14 +84,11 @@ export class WorkerWriter {
     const late = once(AbortSignal.timeout(waitMs), 'abort').then(() => {
       throw new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)
     })
-    await Promise.race([this.up!.promise, late])
+    await Promise.race([this.up.promise, late])
   }
 
   private settle (res: WriterResponse): void {
-    if ('ready' in res) {
-      this.up?.resolve()
-      return
-    }
+    if ('ready' in res) return this.up.resolve()
     const p = this.pending.get(res.id)
     if (p === undefined) return
     this.pending.delete(res.id)
@@ -105,7 +100,7 @@ export class WorkerWriter {
 
   private fail (err: Error): void {
     this.dead ??= err
-    this.up?.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
+    this.up.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
     for (const p of this.pending.values()) p.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
     this.pending.clear()
   }
@@ -114,8 +109,7 @@ export class WorkerWriter {
     this.closed = true
     const worker = this.worker
     if (worker === undefined || this.dead !== undefined) return
-    const exited = new Promise(resolve => worker.once('exit', resolve))
     worker.postMessage({ op: 'close' })
-    await exited
+    await new Promise(resolve => worker.once('exit', resolve))
   }
 }
