@@ -1,9 +1,8 @@
 import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import { type StoreGoneError, StoreUnavailableError } from '../../errors.js'
-import type { SynchronousLevel } from './connection.js'
-import type { Gone, StoreFileIdentity } from './store-file.js'
-import type { WriterOp, WriterResponse } from './writer-worker.js'
+import type { Gone } from './store-file.js'
+import type { WriterData, WriterOp, WriterResponse } from './writer-worker.js'
 
 // Set by the production bundle (scripts/bundle.mjs): the folder of the compiled thread entries.
 declare const PETSTORE_SQLITE_THREADS: string | undefined
@@ -42,18 +41,13 @@ export class WorkerWriter {
   /** Resolved by the thread's first message: its connection is open. */
   private readonly up = Promise.withResolvers<void>()
 
-  constructor (
-    private readonly path: string,
-    private readonly synchronous: SynchronousLevel,
-    private readonly file: { identity: StoreFileIdentity, idAtOpen: number | undefined },
-    private readonly onGone: (found: Gone) => StoreGoneError
-  ) {
+  constructor (private readonly data: WriterData, private readonly onGone: (found: Gone) => StoreGoneError) {
     this.up.promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
   }
 
   start (): Worker {
     if (this.worker !== undefined) return this.worker
-    this.worker = startThread('writer-worker', { path: this.path, synchronous: this.synchronous, file: this.file })
+    this.worker = startThread('writer-worker', this.data)
     this.worker.on('message', (res: WriterResponse) => this.settle(res))
     this.worker.on('error', (err) => this.fail(err))
     this.worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
@@ -92,8 +86,8 @@ export class WorkerWriter {
     const p = this.pending.get(res.id)
     if (p === undefined) return
     this.pending.delete(res.id)
-    if (res.ok) p.resolve(res.result)
-    else if (res.gone !== undefined) p.reject(this.onGone(res.gone))
+    if ('gone' in res) p.reject(this.onGone(res.gone))
+    else if (res.ok) p.resolve(res.result)
     else if (res.unavailable) p.reject(new StoreUnavailableError(`the database refused the write (${res.code ?? 'error'})`))
     else p.reject(Object.assign(new Error(res.message), { code: res.code }))
   }

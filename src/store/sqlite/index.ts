@@ -60,7 +60,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     super(wal === undefined ? undefined : { minIntervalMs: FLUSH_INTERVAL_MS, fullBatch: FULL_BATCH })
     this.writer = file === undefined
       ? undefined
-      : new WorkerWriter(opts.path, opts.synchronous, { identity: file.identity, idAtOpen: file.idAtOpen }, (found) => this.becomeGone(found))
+      : new WorkerWriter({ ...opts, file: { identity: file.identity, idAtOpen: file.idAtOpen } }, (found) => this.becomeGone(found))
     this.writes = prepareWrites(db)
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
