@@ -1,9 +1,8 @@
 import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import { type StoreGoneError, StoreUnavailableError } from '../../errors.js'
-import type { SynchronousLevel } from './connection.js'
-import type { Gone, StoreFileIdentity } from './store-file.js'
-import type { WriterOp, WriterResponse } from './writer-worker.js'
+import type { Gone } from './store-file.js'
+import type { WriterData, WriterOp, WriterResponse } from './writer-worker.js'
 
 // Set by the production bundle (scripts/bundle.mjs): the folder of the compiled thread entries.
 declare const PETSTORE_SQLITE_THREADS: string | undefined
@@ -36,30 +35,23 @@ export function startThread (name: 'writer-worker', workerData: unknown): Worker
 export class WorkerWriter {
   private worker: Worker | undefined
   private nextId = 1
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>()
+  private readonly pending = new Map<number, PromiseWithResolvers<unknown>>()
   private dead: Error | undefined
   private closed = false
-  private up: { promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void } | undefined
+  /** Resolved by the thread's first message: its connection is open. */
+  private readonly up = Promise.withResolvers<void>()
 
-  constructor (
-    private readonly path: string,
-    private readonly synchronous: SynchronousLevel,
-    private readonly file: { identity: StoreFileIdentity, idAtOpen: number | undefined },
-    private readonly onGone: (found: Gone) => StoreGoneError
-  ) {}
+  constructor (private readonly data: WriterData, private readonly onGone: (found: Gone) => StoreGoneError) {
+    this.up.promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
+  }
 
   start (): Worker {
     if (this.worker !== undefined) return this.worker
-    const worker = startThread('writer-worker', { path: this.path, synchronous: this.synchronous, file: this.file })
-    let settle!: Pick<NonNullable<typeof this.up>, 'resolve' | 'reject'>
-    const promise = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
-    promise.catch(() => {}) // seen by whoever waits for it; nobody may be waiting
-    this.up = { promise, ...settle }
-    worker.on('message', (res: WriterResponse) => this.settle(res))
-    worker.on('error', (err) => this.fail(err))
-    worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
-    this.worker = worker
-    return worker
+    this.worker = startThread('writer-worker', this.data)
+    this.worker.on('message', (res: WriterResponse) => this.settle(res))
+    this.worker.on('error', (err) => this.fail(err))
+    this.worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
+    return this.worker
   }
 
   stopped (): StoreUnavailableError | undefined {
@@ -73,39 +65,35 @@ export class WorkerWriter {
     if (stopped !== undefined) return Promise.reject(stopped)
     const worker = this.start()
     const id = this.nextId++
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      worker.postMessage({ ...req, id })
-    })
+    const task = Promise.withResolvers<unknown>()
+    this.pending.set(id, task)
+    worker.postMessage({ ...req, id })
+    return task.promise as Promise<T>
   }
 
-  /** StoreUnavailableError once stopped, or while still starting after `waitMs`. */
+  /** StoreUnavailableError once stopped (`up` is rejected then), or while still starting after `waitMs`. */
   async ready (waitMs: number): Promise<void> {
-    if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
     this.start()
     const late = once(AbortSignal.timeout(waitMs), 'abort').then(() => {
       throw new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)
     })
-    await Promise.race([this.up!.promise, late])
+    await Promise.race([this.up.promise, late])
   }
 
   private settle (res: WriterResponse): void {
-    if ('ready' in res) {
-      this.up?.resolve()
-      return
-    }
+    if ('ready' in res) return this.up.resolve()
     const p = this.pending.get(res.id)
     if (p === undefined) return
     this.pending.delete(res.id)
-    if (res.ok) p.resolve(res.result)
-    else if (res.gone !== undefined) p.reject(this.onGone(res.gone))
+    if ('gone' in res) p.reject(this.onGone(res.gone))
+    else if (res.ok) p.resolve(res.result)
     else if (res.unavailable) p.reject(new StoreUnavailableError(`the database refused the write (${res.code ?? 'error'})`))
     else p.reject(Object.assign(new Error(res.message), { code: res.code }))
   }
 
   private fail (err: Error): void {
     this.dead ??= err
-    this.up?.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
+    this.up.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
     for (const p of this.pending.values()) p.reject(new StoreUnavailableError('the database writer stopped', { cause: err }))
     this.pending.clear()
   }
@@ -114,8 +102,7 @@ export class WorkerWriter {
     this.closed = true
     const worker = this.worker
     if (worker === undefined || this.dead !== undefined) return
-    const exited = new Promise(resolve => worker.once('exit', resolve))
     worker.postMessage({ op: 'close' })
-    await exited
+    await new Promise(resolve => worker.once('exit', resolve))
   }
 }

@@ -2,6 +2,7 @@ import { chmod, rm, stat } from 'node:fs/promises'
 import Database from 'better-sqlite3'
 import { partialPath, publish } from '../files.js'
 import type { Progress } from '../transfer/contract.js'
+import { BUSY_TIMEOUT_MS } from './connection.js'
 import { refuseForeignStore } from './start-checks.js'
 
 export interface SqliteBackupResult { pages: number, bytes: number, pets: number, apiKeys: number, integrity: 'ok' }
@@ -22,20 +23,17 @@ export async function backupSqlite (source: string, dest: string, progress: Prog
   try {
     let db: Database.Database
     try {
-      db = new Database(source, { fileMustExist: true })
+      db = new Database(source, { fileMustExist: true, timeout: BUSY_TIMEOUT_MS })
     } catch (err) {
       throw new Error(`cannot open the SQLite database ${source}: ${(err as Error).message}`)
     }
     let pages = 0
     try {
-      db.pragma('busy_timeout = 5000')
+      progress.start(Number(db.pragma('page_count', { simple: true })), 'pages')
       let restarted = false
       let lastRemaining = Number.POSITIVE_INFINITY
-      let started = false
       const done = await db.backup(tmp, {
         progress: ({ totalPages, remainingPages }) => {
-          if (!started) progress.start(totalPages, 'pages')
-          started = true
           if (remainingPages > lastRemaining) restarted = true
           lastRemaining = remainingPages
           progress.update(totalPages - remainingPages)
@@ -43,7 +41,6 @@ export async function backupSqlite (source: string, dest: string, progress: Prog
         }
       })
       pages = done.totalPages
-      if (!started) progress.start(pages, 'pages')
       progress.update(pages)
     } finally {
       progress.stop()
@@ -63,10 +60,9 @@ export async function backupSqlite (source: string, dest: string, progress: Prog
 function verify (path: string): { pets: number, apiKeys: number, integrity: 'ok' } {
   const db = new Database(path, { fileMustExist: true })
   try {
-    db.defaultSafeIntegers(true)
-    const problems = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map(r => r.integrity_check)
+    const problems = db.prepare('PRAGMA integrity_check').pluck().all() as string[]
     if (problems.length !== 1 || problems[0] !== 'ok') throw new Error(`the backup failed integrity_check: ${problems.slice(0, 5).join('; ')}`)
-    const n = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: bigint }).n)
+    const n = (table: string) => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number
     return { pets: n('pets'), apiKeys: n('api_keys'), integrity: 'ok' }
   } finally {
     // Closing the last connection removes the -wal: the backup is one file.

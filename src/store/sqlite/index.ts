@@ -11,7 +11,7 @@ import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { checkInProcess, OpeningSqliteStore } from './opening.js'
-import { isMalformedError, MalformedStoreError, type Opener, refuseForeignStore, refuseMalformed, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
+import { isMalformedError, MalformedStoreError, type Opener, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, isNew, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
@@ -53,14 +53,14 @@ export class SqliteStore extends SharedRepositories implements Store, Background
 
   private constructor (
     private readonly db: Database.Database,
+    opts: SqliteStoreOptions,
     private readonly file: StoreFile | undefined,
-    writer: { path: string, synchronous: SynchronousLevel } | undefined,
     private readonly wal: WalFlush | undefined
   ) {
     super(wal === undefined ? undefined : { minIntervalMs: FLUSH_INTERVAL_MS, fullBatch: FULL_BATCH })
-    this.writer = writer === undefined || file === undefined
+    this.writer = file === undefined
       ? undefined
-      : new WorkerWriter(writer.path, writer.synchronous, { identity: file.identity, idAtOpen: file.idAtOpen }, (found) => this.becomeGone(found))
+      : new WorkerWriter({ ...opts, file: { identity: file.identity, idAtOpen: file.idAtOpen } }, (found) => this.becomeGone(found))
     this.writes = prepareWrites(db)
     this.stmts = {
       getPet: db.prepare('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
@@ -72,9 +72,9 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       listKeys: db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`),
       // Times are ISO 8601 UTC strings of one length: their order is the text order.
       revokeKey: db.prepare('UPDATE api_keys SET revoked_at = min(COALESCE(revoked_at, @at), @at) WHERE id = @id'),
-      countKeys: db.prepare('SELECT count(*) AS n FROM api_keys'),
+      countKeys: db.prepare('SELECT count(*) FROM api_keys').pluck(),
       insertSetting: db.prepare('INSERT OR IGNORE INTO settings (name, value) VALUES (?, ?)'),
-      getSetting: db.prepare('SELECT value FROM settings WHERE name = ?'),
+      getSetting: db.prepare('SELECT value FROM settings WHERE name = ?').pluck(),
       ping: db.prepare('SELECT 1')
     }
     const stmts = this.stmts
@@ -87,9 +87,9 @@ export class SqliteStore extends SharedRepositories implements Store, Background
         const entries = [...usedAt].map(([id, at]): [number, string] => [id, at.toISOString()])
         await this.inBackground({ op: 'touchApiKeys', entries }, (writes) => { writes.touchApiKeys(entries) })
       },
-      countKeys: async () => (this.guard(() => stmts.countKeys.get()) as { n: bigint }).n,
+      countKeys: async () => this.guard(() => stmts.countKeys.get() as bigint),
       insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => stmts.insertSetting.run(name, value)) },
-      setting: async (name) => (this.guard(() => stmts.getSetting.get(name)) as { value: string }).value
+      setting: async (name) => this.guard(() => stmts.getSetting.get(name) as string)
     }
   }
 
@@ -180,19 +180,14 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     if (refused !== undefined) throw refused
     const outcomes = await this.whenWriteLockFree(() => {
       const outcomes = this.writes.createPets(items)
-      this.hideUntilFlushed(outcomes)
+      // Hidden in the same synchronous step as the commit, so nothing reads in between; the new ids are one ascending run.
+      const ids = this.wal === undefined ? [] : outcomes.filter((o): o is bigint => typeof o === 'bigint')
+      if (ids.length > 0) this.hidden = { from: ids[0]!, to: ids.at(-1)! }
       return outcomes
     })
     await this.durable()
     this.hidden = undefined
     return outcomes
-  }
-
-  /** Same synchronous step as the commit, so nothing reads in between; the new ids are one ascending run. */
-  private hideUntilFlushed (outcomes: CreateOutcome[]): void {
-    if (this.wal === undefined) return
-    const ids = outcomes.filter((o): o is bigint => typeof o === 'bigint')
-    if (ids.length > 0) this.hidden = { from: ids[0]!, to: ids[ids.length - 1]! }
   }
 
   /** API keys and settings: not hidden, as nothing reads them before the caller has its answer. */
@@ -254,7 +249,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
    * through WalFlush.
    */
   static async open (opts: SqliteStoreOptions, opener: Opener = 'command'): Promise<SqliteStore> {
-    return await SqliteStore.migrated(opts, openChecked(opts, opener))
+    return SqliteStore.migrated(opts, openChecked(opts, opener))
   }
 
   /**
@@ -270,18 +265,18 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     return new OpeningSqliteStore(async (wanted) => {
       await check.passed
       if (!wanted()) throw new StoreOpeningError('the store was closed before it was opened')
-      return await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked))
+      return SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked))
     }, check.stop)
   }
 
   /** Migrates `db` and makes the store of it; `db` is closed if that fails. */
-  private static async migrated (opts: SqliteStoreOptions, db: Database.Database): Promise<SqliteStore> {
+  private static migrated (opts: SqliteStoreOptions, db: Database.Database): SqliteStore {
     const onDisk = opts.path !== ':memory:'
     let wal: WalFlush | undefined
     let file: StoreFile | undefined
     try {
       migrateSqlite(db)
-      if (!onDisk) return new SqliteStore(db, undefined, undefined, undefined)
+      if (!onDisk) return new SqliteStore(db, opts, undefined, undefined)
       const storeId = ensureStoreId(db)
       writeMarker(opts.path, storeId)
       file = StoreFile.open(opts.path, storeId, true)
@@ -289,17 +284,13 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       // See whenWriteLockFree; in WAL mode a read is not kept out by a writer or a checkpoint.
       db.pragma('busy_timeout = 0')
       setSynchronous(db, opts.synchronous === 'OFF' ? 'OFF' : 'NORMAL')
-      if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') {
-        wal = new WalFlush(opts.path)
-        wal.open()
-      }
+      if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') wal = new WalFlush(opts.path)
     } catch (err) {
-      await wal?.close()
       file?.close()
       db.close()
       throw err
     }
-    return new SqliteStore(db, file, opts, wal)
+    return new SqliteStore(db, opts, file, wal)
   }
 
   static migrate (opts: SqliteStoreOptions): number[] {
@@ -364,12 +355,9 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     await this.wal?.close()
     // The last close checkpoints the WAL into the file at the path; once that file is not this
     // store's, the connection is left open (better-sqlite3 cannot close without checkpointing).
-    if (this.checkFile() !== undefined) {
-      this.file?.close()
-      return
-    }
+    const gone = this.checkFile() !== undefined
     this.file?.close()
-    this.db.close()
+    if (!gone) this.db.close()
   }
 }
 
@@ -404,11 +392,10 @@ function openChecked ({ path, synchronous }: SqliteStoreOptions, opener: Opener)
     if (isMalformedError(err)) throw new MalformedStoreError(path, (err as Error).message, err)
     throw err
   }
-  try {
-    if (!fresh) refuseMalformed(db, path)
-  } catch (err) {
+  const problem = fresh ? undefined : quickCheck(db)
+  if (problem !== undefined) {
     db.close()
-    throw err
+    throw new MalformedStoreError(path, problem.found, problem.cause)
   }
   return db
 }

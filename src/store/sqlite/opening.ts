@@ -1,4 +1,4 @@
-import { type ChildProcess, fork } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { StoreOpeningError } from '../../errors.js'
@@ -32,21 +32,13 @@ const isCheckResponse = (message: unknown): message is CheckResponse =>
   typeof message === 'object' && message !== null && typeof (message as { passed?: unknown }).passed === 'boolean'
 
 export function checkInProcess (path: string): CheckProcess {
-  let settle!: { resolve: () => void, reject: (err: unknown) => void }
-  const passed = new Promise<void>((resolve, reject) => { settle = { resolve, reject } })
+  const { promise: passed, ...settle } = Promise.withResolvers<void>()
   const entry = sqliteEntry('check-worker')
   // Under tsx (the sources), the process loads tsx first.
   const execArgv = entry.pathname.endsWith('.ts') ? [`--import=${pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href}`] : []
-  let child: ChildProcess
-  try {
-    child = fork(fileURLToPath(entry), [path], { execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' })
-  } catch (err) {
-    settle.reject(err)
-    return { passed, stop: () => {} }
-  }
-  child.on('message', (message: unknown) => {
-    if (!isCheckResponse(message)) return
-    const res = message
+  const child = fork(fileURLToPath(entry), [path], { execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' })
+  child.on('message', (res: unknown) => {
+    if (!isCheckResponse(res)) return
     if (res.passed) return settle.resolve()
     if ('found' in res) return settle.reject(new MalformedStoreError(path, res.found))
     const err = Object.assign(new Error(res.error.message), { name: 'SqliteError', code: res.error.code })
@@ -117,11 +109,7 @@ export class OpeningSqliteStore implements OpenedSqlite, Opening {
   async close (): Promise<void> {
     this.state.closing = true
     this.stop()
-    try {
-      await this.opened
-    } catch {
-      return
-    }
-    await this.state.store?.close()
+    // A store that did not open has nothing to close.
+    await this.opened.then(async () => { await this.state.store?.close() }, () => {})
   }
 }

@@ -81,16 +81,11 @@ export function writeMarker (path: string, storeId: number): void {
 export function quickCheck (db: Database.Database): { found: string, cause?: unknown } | undefined {
   let problems: string[]
   try {
-    problems = (db.pragma('quick_check(3)') as Array<{ quick_check: string }>).map(r => r.quick_check)
+    problems = db.prepare('PRAGMA quick_check(3)').pluck().all() as string[]
   } catch (err) {
     return { found: (err as Error).message, cause: err }
   }
   return problems.length === 1 && problems[0] === 'ok' ? undefined : { found: problems.join('; ') }
-}
-
-export function refuseMalformed (db: Database.Database, path: string): void {
-  const problem = quickCheck(db)
-  if (problem !== undefined) throw new MalformedStoreError(path, problem.found, problem.cause)
 }
 
 /** What the checking process (check-worker.ts) answers: passed, what quick_check found, or why it could not check. */

@@ -25,12 +25,9 @@ export interface StoreFileIdentity { path: string, db: FileId, wal: FileId | und
 
 export class StoreFile {
   private readonly header = Buffer.alloc(HEADER_BYTES)
-  /** This store's id, and the header's id at open until a checkpoint has replaced it (0 in a store that had none). */
-  private accepted: Set<number>
 
-  private constructor (readonly identity: StoreFileIdentity, private fd: number | undefined, idAtOpen: number | undefined) {
-    this.accepted = new Set([identity.storeId, idAtOpen ?? identity.storeId])
-  }
+  /** `idAtOpen`: the header's id at open, taken too until a checkpoint has written this store's (0 in a store that had none). */
+  private constructor (readonly identity: StoreFileIdentity, private fd: number | undefined, public idAtOpen: number | undefined) {}
 
   static open (path: string, storeId: number, withWal: boolean): StoreFile {
     const real = realpathSync(path)
@@ -38,7 +35,7 @@ export class StoreFile {
     try {
       const walAt = (suffix: string) => withWal ? idOf(statSync(`${real}${suffix}`)) : undefined
       const file = new StoreFile({ path: real, db: idOf(fstatSync(fd)), wal: walAt('-wal'), shm: walAt('-shm'), storeId }, fd, undefined)
-      file.accepted.add(file.headerId() ?? storeId)
+      file.idAtOpen = file.headerId()
       return file
     } catch (err) {
       closeSync(fd)
@@ -53,10 +50,6 @@ export class StoreFile {
       fd = openSync(identity.path, 'r')
     } catch {}
     return new StoreFile(identity, fd, idAtOpen)
-  }
-
-  get idAtOpen (): number | undefined {
-    return [...this.accepted].find(id => id !== this.identity.storeId)
   }
 
   private headerId (): number | undefined {
@@ -80,11 +73,8 @@ export class StoreFile {
     if (this.fd === undefined) return { reason: 'replaced', what: `${path} is another file now` }
     const id = this.headerId()
     if (id === undefined) return { reason: 'overwritten', what: `${path} was overwritten in place (no SQLite header at its start)` }
-    if (id === storeId) {
-      if (this.accepted.size > 1) this.accepted = new Set([storeId])
-      return undefined
-    }
-    if (!this.accepted.has(id)) return { reason: 'overwritten', what: `${path} was overwritten in place (its header names store ${id}, this is store ${storeId})` }
+    if (id === storeId) this.idAtOpen = undefined
+    else if (id !== this.idAtOpen) return { reason: 'overwritten', what: `${path} was overwritten in place (its header names store ${id}, this is store ${storeId})` }
     return undefined
   }
 

@@ -50,13 +50,6 @@ export function openSqliteReader (path: string, synchronous: SynchronousLevel): 
   })
 }
 
-const isConstraint = (err: unknown, kind: 'unique' | 'reference') => {
-  const code = (err as { code?: unknown }).code
-  return kind === 'reference'
-    ? code === 'SQLITE_CONSTRAINT_FOREIGNKEY'
-    : code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE'
-}
-
 /**
  * One IMMEDIATE transaction on its own connection: it holds SQLite's write lock from begin() to
  * commit() or rollback(), so no server writes in between, and nothing is visible until commit.
@@ -96,8 +89,9 @@ export class SqliteTransferWriter implements TransferWriter {
         case 'idempotencyKey': this.stmts.idem.run(r.apiKeyId, r.key, r.fingerprint, r.petId, r.createdAt); break
       }
     } catch (err) {
-      if (isConstraint(err, 'unique')) throw recordRefused(r, origin, 'unique')
-      if (isConstraint(err, 'reference')) throw recordRefused(r, origin, 'reference')
+      const code = (err as { code?: unknown }).code
+      if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') throw recordRefused(r, origin, 'unique')
+      if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw recordRefused(r, origin, 'reference')
       throw err
     }
   }

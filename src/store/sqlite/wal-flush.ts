@@ -13,19 +13,17 @@ export class WalFlush {
   private failed: Error | undefined
   private readonly pending = new Set<Promise<void>>()
 
-  constructor (private readonly dbPath: string) {}
-
   /** Syncs the directory too: SQLite syncs a new WAL's directory entry only through its own connection. */
-  open (): void {
+  constructor (dbPath: string) {
     // SQLite names the WAL after the real path.
-    const real = realpathSync(this.dbPath)
-    this.fd = openSync(`${real}-wal`, 'r+')
+    const real = realpathSync(dbPath)
     const dir = openSync(dirname(real), 'r')
     try {
       fsyncSync(dir)
     } finally {
       closeSync(dir)
     }
+    this.fd = openSync(`${real}-wal`, 'r+')
   }
 
   get error (): Error | undefined {

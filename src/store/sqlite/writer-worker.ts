@@ -12,14 +12,17 @@ export type WriterOp =
   | { op: 'touchApiKeys', entries: Array<[number, string]> }
   | { op: 'purgeIdempotencyKeys', beforeMs: number }
 export type WriterRequest = WriterOp & { id: number }
+/** The thread's workerData: the database and the identity of the file its store opened. */
+export interface WriterData { path: string, synchronous: SynchronousLevel, file: { identity: StoreFileIdentity, idAtOpen: number | undefined } }
 export type WriterResponse =
   | { ready: true }
   | { id: number, ok: true, result: unknown }
-  | { id: number, ok: false, unavailable: boolean, message: string, code: string | undefined, gone?: Gone }
+  | { id: number, gone: Gone }
+  | { id: number, ok: false, unavailable: boolean, message: string, code: string | undefined }
 
 const RESTART_WAIT_MS = 20
 
-const { path, synchronous, file: opened } = workerData as { path: string, synchronous: SynchronousLevel, file: { identity: StoreFileIdentity, idAtOpen: number | undefined } }
+const { path, synchronous, file: opened } = workerData as WriterData
 const port = parentPort!
 const file = StoreFile.of(opened.identity, opened.idAtOpen)
 // Never another file: its own connection to it would be that file's last, and checkpoint into it on close.
@@ -53,10 +56,7 @@ port.on('message', (req: WriterRequest | { op: 'close' }) => {
     return
   }
   const gone = file.check()
-  if (gone !== undefined) {
-    port.postMessage({ id: req.id, ok: false, unavailable: true, message: gone.what, code: undefined, gone } satisfies WriterResponse)
-    return
-  }
+  if (gone !== undefined) return port.postMessage({ id: req.id, gone } satisfies WriterResponse)
   try {
     const result = req.op === 'checkpoint'
       ? checkpoint()

@@ -3,13 +3,9 @@ import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, k
 import type { NewPet } from '../../schemas/pets.js'
 import { type IdemRecord, type IdemRow, toIdemRecord } from '../rows.js'
 
-export interface SqliteWrites {
-  createPets (items: CreateItem[]): CreateOutcome[]
-  touchApiKeys (entries: Array<[number, string]>): void
-  purgeIdempotencyKeys (beforeMs: number): number
-}
+export type SqliteWrites = ReturnType<typeof prepareWrites>
 
-export function prepareWrites (db: Database.Database): SqliteWrites {
+export function prepareWrites (db: Database.Database) {
   const insertPets = multiRowInsert(db)
   const findIdem = db.prepare(`SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id WHERE i.api_key_id = ? AND i.key = ?`)
@@ -34,9 +30,9 @@ export function prepareWrites (db: Database.Database): SqliteWrites {
     for (const [id, at] of entries) touch.run(at, id, at)
   })
   return {
-    createPets: (items) => createPets.immediate(items),
-    touchApiKeys: (entries) => { touchApiKeys.immediate(entries) },
-    purgeIdempotencyKeys: (beforeMs) => purge.run(beforeMs).changes
+    createPets: (items: CreateItem[]): CreateOutcome[] => createPets.immediate(items),
+    touchApiKeys: (entries: Array<[number, string]>): void => { touchApiKeys.immediate(entries) },
+    purgeIdempotencyKeys: (beforeMs: number): number => purge.run(beforeMs).changes
   }
 }
 
@@ -48,14 +44,10 @@ const CHUNK = 64
  * row order is unspecified).
  */
 function multiRowInsert (db: Database.Database): (pets: NewPet[]) => bigint[] {
+  // Chunks of CHUNK rows, then of each half down to one.
   const statements = new Map<number, Database.Statement>()
-  const statement = (rows: number): Database.Statement => {
-    let s = statements.get(rows)
-    if (s === undefined) {
-      s = db.prepare(`INSERT INTO pets (name, category_id, status) VALUES ${Array(rows).fill('(?, ?, ?)').join(', ')}`)
-      statements.set(rows, s)
-    }
-    return s
+  for (let rows = CHUNK; rows >= 1; rows >>= 1) {
+    statements.set(rows, db.prepare(`INSERT INTO pets (name, category_id, status) VALUES ${Array(rows).fill('(?, ?, ?)').join(', ')}`))
   }
   return (pets) => {
     const ids: bigint[] = []
@@ -65,7 +57,7 @@ function multiRowInsert (db: Database.Database): (pets: NewPet[]) => bigint[] {
       while (rows > pets.length - at) rows >>= 1
       const values: unknown[] = []
       for (let i = at; i < at + rows; i++) values.push(pets[i]!.name, pets[i]!.categoryId, pets[i]!.status)
-      const { changes, lastInsertRowid } = statement(rows).run(values)
+      const { changes, lastInsertRowid } = statements.get(rows)!.run(values)
       if (changes !== rows) throw new Error(`inserted ${changes} pets of ${rows}`)
       for (let i = rows - 1; i >= 0; i--) ids.push((lastInsertRowid as bigint) - BigInt(i))
       at += rows
