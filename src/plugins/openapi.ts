@@ -7,8 +7,7 @@ import { docsPageOptions } from '../docs/page.js'
 import { SHARED_SCHEMAS } from '../schemas/index.js'
 import { SCOPES } from '../schemas/scopes.js'
 import { unroutedRequests } from '../schemas/unrouted.js'
-import { documentRoute, redirectDocsIndex } from '../http/document-routes.js'
-import { headNoBody } from '../http/representations.js'
+import { answerRead, headNoBody, represent, type Representation } from '../http/representations.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { ApiError } from '../errors.js'
 
@@ -258,11 +257,24 @@ function staticFileError (status: number, contentRange: unknown): Error {
 
 /** GET /openapi.json, /openapi.yaml and the /docs page: public, and served from installed files only. */
 export async function docsRoutes (app: FastifyInstance): Promise<void> {
-  documentRoute(app, '/openapi.json', JSON_TYPE, async () => (await app.docsApp()).document('json'))
-  documentRoute(app, '/openapi.yaml', 'application/yaml; charset=utf-8', async () => (await app.docsApp()).document('yaml'))
-  app.addHook('onRequest', redirectDocsIndex('/docs'))
+  for (const format of ['json', 'yaml'] as const) {
+    // The same bytes for the life of the process: rendered on first use, then answered as the API's
+    // reads are (representations.ts), each coding made once at the best settings and kept.
+    let document: Promise<Representation> | undefined
+    const answer = { cacheControl: 'public, no-cache', contentType: format === 'json' ? JSON_TYPE : 'application/yaml; charset=utf-8', best: true }
+    app.get(`/openapi.${format}`, { schema: { hide: true } }, async (request, reply) => {
+      document ??= app.docsApp().then(docs => represent(Buffer.from(docs.document(format)))).catch((err: unknown) => {
+        document = undefined // the next request tries again
+        throw err
+      })
+      return answerRead(request, reply, await document, answer)
+    })
+  }
   for (const url of DOCS_PAGE_ROUTES) {
     app.get(url, { schema: { hide: true } }, async (request, reply) => {
+      // @fastify/swagger-ui's redirect of static/index.html points at itself when a query follows: this one goes to the page.
+      const q = request.url.indexOf('?')
+      if (q !== -1 && request.url.slice(0, q) === '/docs/static/index.html') return reply.redirect(`/docs/${request.url.slice(q)}`)
       const docs = await app.docsApp()
       // Always GET: for HEAD, Fastify sends the headers of the GET answer without its body.
       // As a stream: the page's large scripts are piped from the file, not buffered per request.
