@@ -65,14 +65,11 @@ function liftRequiredHeaders (document: Json): Json {
 
 /** Each header once in components/headers; a name with two different definitions (Link) stays inline. */
 function shareHeaders (document: Json): Json {
-  const uses = new Map<string, Json[]>()
-  for (const headers of responseHeaders(document)) {
-    for (const [name, h] of Object.entries(headers)) uses.set(name, [...(uses.get(name) ?? []), h])
-  }
+  const uses = Map.groupBy(responseHeaders(document).flatMap(headers => Object.entries(headers)), ([name]) => name)
   const shared: Record<string, Json> = {}
   for (const [name, list] of uses) {
-    const text = JSON.stringify(list[0])
-    if (list.every(h => JSON.stringify(h) === text)) shared[name] = list[0]!
+    const text = JSON.stringify(list[0]![1])
+    if (list.every(([, h]) => JSON.stringify(h) === text)) shared[name] = list[0]![1]
   }
   for (const headers of responseHeaders(document)) {
     for (const name of Object.keys(headers)) {
@@ -96,30 +93,24 @@ function responseName (description: string): string {
  * component per variant: the most used keeps the plain name, others take their first operation's.
  */
 function shareResponses (document: Json): Json {
-  // By status, then by the response's text: each variant and the operations that answer it.
-  const byStatus = new Map<string, Map<string, { response: Json, users: Array<{ opId: string, responses: Json }> }>>()
-  for (const op of operations(document)) {
-    const responses = (op.responses ?? {}) as Record<string, Json>
-    for (const [status, response] of Object.entries(responses)) {
-      if (!SHARED_STATUSES.has(status) || response.$ref !== undefined) continue
-      if (!byStatus.has(status)) byStatus.set(status, new Map())
-      const variants = byStatus.get(status)!
-      const key = JSON.stringify(response)
-      const variant = variants.get(key) ?? { response, users: [] }
-      variant.users.push({ opId: String(op.operationId), responses })
-      variants.set(key, variant)
-    }
-  }
+  // Each answer of a shared status, with the operation that gives it.
+  const uses = operations(document).flatMap(op => Object.entries((op.responses ?? {}) as Record<string, Json>)
+    .filter(([status, response]) => SHARED_STATUSES.has(status) && response.$ref === undefined)
+    .map(([status, response]) => ({ status, response, opId: String(op.operationId), responses: op.responses as Json })))
+  const byStatus = Map.groupBy(uses, use => use.status)
+  const headerCount = (r: Json): number => Object.keys((r.headers ?? {}) as Json).length
   const shared: Record<string, Json> = {}
   for (const status of [...byStatus.keys()].sort()) {
-    // Among variants used equally often, the one with more headers (a /v1 operation's) keeps the plain name.
-    const headerCount = (r: Json): number => Object.keys((r.headers ?? {}) as Json).length
-    const ranked = [...byStatus.get(status)!.values()].sort((a, b) => b.users.length - a.users.length || headerCount(b.response) - headerCount(a.response))
-    for (const [i, v] of ranked.entries()) {
-      const base = responseName(String(v.response.description))
-      const name = i === 0 ? base : `${base}_${v.users[0]!.opId}`
-      shared[name] = v.response
-      for (const user of v.users) user.responses[status] = { $ref: `#/components/responses/${name}` }
+    // The variants, by the response's text; among those used equally often, the one with more headers
+    // (a /v1 operation's) keeps the plain name.
+    const ranked = [...Map.groupBy(byStatus.get(status)!, use => JSON.stringify(use.response)).values()]
+      .sort((a, b) => b.length - a.length || headerCount(b[0]!.response) - headerCount(a[0]!.response))
+    for (const [i, users] of ranked.entries()) {
+      const { response, opId } = users[0]!
+      const base = responseName(String(response.description))
+      const name = i === 0 ? base : `${base}_${opId}`
+      shared[name] = response
+      for (const user of users) user.responses[status] = { $ref: `#/components/responses/${name}` }
     }
   }
   document.components = { ...(document.components as Json), responses: shared }
