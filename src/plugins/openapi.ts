@@ -233,8 +233,8 @@ async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOpt
 
 // The docs page's routes (@fastify/swagger-ui, under /docs), answered by the docs app.
 const DOCS_PAGE_ROUTES = ['/docs', '/docs/', '/docs/json', '/docs/yaml', '/docs/static/*']
-// Hop-by-hop or recomputed for the body sent here.
-const NOT_FORWARDED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'date'])
+// Hop-by-hop, or this server's own (Date).
+const NOT_FORWARDED = new Set(['transfer-encoding', 'connection', 'keep-alive', 'date'])
 
 /** The Error for a static file's refusal by @fastify/static: a precondition or a range it cannot meet. */
 function staticFileError (status: number, contentRange: unknown): Error {
@@ -282,15 +282,9 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       for (const [name, value] of Object.entries(res.headers)) {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
-      reply.code(res.statusCode)
-      // No body: no Content-Length on a 304 (RFC 9110 §8.6); an empty one, GET and HEAD alike, on a
-      // redirect (no made-up Content-Type).
-      if (res.statusCode === 304) return reply.send(headNoBody(request))
-      if (empty) return reply.header('content-length', '0').send(headNoBody(request))
-      // The file's length, as @fastify/static gave it: the stream is not measured again (HEAD too).
-      const length = res.headers['content-length']
-      if (length !== undefined) reply.header('content-length', length)
-      return reply.send(body)
+      // Content-Length as the docs app gave it, HEAD too: a file's length (the stream is not measured
+      // again), none on a 304 (RFC 9110 §8.6), 0 on a redirect (which gets no made-up Content-Type).
+      return reply.code(res.statusCode).send(empty ? headNoBody(request) : body)
     })
   }
 }
