@@ -40,17 +40,18 @@ function operations (document: Json): Json[] {
   return Object.values(document.paths as Record<string, Json>).flatMap(item => Object.values(item) as Json[])
 }
 
-/** The headers of every operation's responses, one map per response. */
-function responseHeaders (document: Json): Array<Record<string, Json>> {
-  return operations(document)
+/**
+ * The operations' response headers. swagger copies a header's schema as it is: our `x-required`
+ * marker and the example move to the header object. Then each header is written once in
+ * components/headers; a name with two different definitions (Link) stays inline.
+ */
+function shareHeaders (document: Json): Json {
+  const maps = operations(document)
     .flatMap(op => Object.values((op.responses ?? {}) as Record<string, Json>))
     .map(response => (response.headers ?? {}) as Record<string, Json>)
-}
-
-/** swagger copies header schemas as they are: our `x-required` marker moves to the header object. */
-function liftRequiredHeaders (document: Json): Json {
-  for (const headers of responseHeaders(document)) {
-    for (const h of Object.values(headers)) {
+  const shared: Record<string, Json> = {}
+  for (const [name, uses] of Map.groupBy(maps.flatMap(headers => Object.entries(headers)), ([name]) => name)) {
+    for (const [, h] of uses) {
       const schema = h.schema as Json
       if (schema['x-required'] === true) h.required = true
       delete schema['x-required']
@@ -59,19 +60,10 @@ function liftRequiredHeaders (document: Json): Json {
         delete schema.example
       }
     }
+    const text = JSON.stringify(uses[0]![1])
+    if (uses.every(([, h]) => JSON.stringify(h) === text)) shared[name] = uses[0]![1]
   }
-  return document
-}
-
-/** Each header once in components/headers; a name with two different definitions (Link) stays inline. */
-function shareHeaders (document: Json): Json {
-  const uses = Map.groupBy(responseHeaders(document).flatMap(headers => Object.entries(headers)), ([name]) => name)
-  const shared: Record<string, Json> = {}
-  for (const [name, list] of uses) {
-    const text = JSON.stringify(list[0]![1])
-    if (list.every(([, h]) => JSON.stringify(h) === text)) shared[name] = list[0]![1]
-  }
-  for (const headers of responseHeaders(document)) {
+  for (const headers of maps) {
     for (const name of Object.keys(headers)) {
       if (shared[name] !== undefined) headers[name] = { $ref: `#/components/headers/${name}` }
     }
@@ -174,7 +166,7 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
       if (url.startsWith('/v1/') || schema === undefined) return { schema, url }
       return { schema: { ...schema, servers: rootServers } as typeof schema, url }
     },
-    transformObject: (documentObject) => addCodeSamples(shareResponses(shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject)))) as never
+    transformObject: (documentObject) => addCodeSamples(shareResponses(shareHeaders((documentObject as { openapiObject: Json }).openapiObject))) as never
   }
 }
 
