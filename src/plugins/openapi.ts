@@ -7,7 +7,7 @@ import { docsPageOptions } from '../docs/page.js'
 import { SHARED_SCHEMAS } from '../schemas/index.js'
 import { SCOPES } from '../schemas/scopes.js'
 import { unroutedRequests } from '../schemas/unrouted.js'
-import { answerRead, headNoBody, represent, type Representation } from '../http/representations.js'
+import { answerRead, represent, type Representation } from '../http/representations.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { ApiError } from '../errors.js'
 
@@ -263,9 +263,8 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       // As a stream: the page's large scripts are piped from the file, not buffered per request.
       const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers, payloadAsStream: true })
       const body = res.stream()
-      // Only a file's bytes are piped: an empty file, a 3xx and every refusal are answered here.
-      const empty = res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)
-      if (empty || res.statusCode >= 400) body.destroy()
+      // Every refusal is answered here, its body unread.
+      if (res.statusCode >= 400) body.destroy()
       // A missing file: the service's own 404 (or 405), as for any other path.
       if (res.statusCode === 404) return reply.callNotFound()
       if (res.statusCode >= 500) throw new Error(`the docs page failed: ${res.statusCode}`)
@@ -274,9 +273,9 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       for (const [name, value] of Object.entries(res.headers)) {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
-      // Content-Length as the docs app gave it, HEAD too: a file's length (the stream is not measured
-      // again), none on a 304 (RFC 9110 §8.6), 0 on a redirect (which gets no made-up Content-Type).
-      return reply.code(res.statusCode).send(empty ? headNoBody(request) : body)
+      // The body as a stream, HEAD too, so Content-Length stays as the docs app gave it: a file's length
+      // (not measured again), none on a 304 (RFC 9110 §8.6), 0 on a redirect (which gets no made-up Content-Type).
+      return reply.code(res.statusCode).send(body)
     })
   }
 }
