@@ -170,14 +170,10 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
   }
 }
 
-export interface DocsApp {
-  document: (format: 'json' | 'yaml') => string
-  inject: FastifyInstance['inject']
-}
-
 declare module 'fastify' {
   interface FastifyInstance {
-    docsApp: () => Promise<DocsApp>
+    /** The docs app (buildDocsApp): the document (`swagger()`) and the /docs page's routes. */
+    docsApp: () => Promise<FastifyInstance>
   }
 }
 
@@ -190,7 +186,7 @@ declare module 'fastify' {
 async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
   const routes: RouteOptions[] = []
   app.addHook('onRoute', (route) => { routes.push(route) })
-  let built: Promise<DocsApp> | undefined
+  let built: Promise<FastifyInstance> | undefined
   app.decorate('docsApp', async () => {
     built ??= buildDocsApp(opts.config, routes).catch((err: unknown) => {
       built = undefined
@@ -202,7 +198,7 @@ async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }
 
 export const openApiPlugin = fp(openApi, { name: 'petstore-openapi' })
 
-async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOptions[]): Promise<DocsApp> {
+async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOptions[]): Promise<FastifyInstance> {
   const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([import('@fastify/swagger'), import('@fastify/swagger-ui')])
   const docs = Fastify({ logger: false, exposeHeadRoutes: false })
   docs.setValidatorCompiler(() => () => true)
@@ -217,10 +213,7 @@ async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOpt
   }
   await docs.register(swaggerUi, docsPageOptions(config))
   await docs.ready()
-  return {
-    document: (format) => format === 'yaml' ? docs.swagger({ yaml: true }) : JSON.stringify(docs.swagger(), null, 2),
-    inject: docs.inject.bind(docs)
-  }
+  return docs
 }
 
 // The docs page's routes (@fastify/swagger-ui, under /docs), answered by the docs app.
@@ -243,10 +236,11 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
   for (const format of ['json', 'yaml'] as const) {
     // The same bytes for the life of the process: rendered on first use, then answered as the API's
     // reads are (representations.ts), each coding made once at the best settings and kept.
+    const text = (docs: FastifyInstance): string => format === 'json' ? JSON.stringify(docs.swagger(), null, 2) : docs.swagger({ yaml: true })
     let document: Promise<Representation> | undefined
     const answer = { cacheControl: 'public, no-cache', contentType: format === 'json' ? JSON_TYPE : 'application/yaml; charset=utf-8', best: true }
     app.get(`/openapi.${format}`, { schema: { hide: true } }, async (request, reply) => {
-      document ??= app.docsApp().then(docs => represent(Buffer.from(docs.document(format)))).catch((err: unknown) => {
+      document ??= app.docsApp().then(docs => represent(Buffer.from(text(docs)))).catch((err: unknown) => {
         document = undefined // the next request tries again
         throw err
       })
