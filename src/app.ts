@@ -72,7 +72,7 @@ export async function buildApp ({ config, store, now = systemClock, logger = fal
     await app.register(errorHandling, { store })
     await app.register(storeOpening, { store })
     await app.register(storeNotices, { store })
-    installJsonBodyParser(app, config.bodyLimit)
+    installJsonBodyParser(app)
     await app.register(beforeBody)
     await app.register(rateLimits, { config })
     await app.register(bearerAuth, { store, keyCacheTtlMs: config.keyCacheTtlMs, now })

@@ -99,10 +99,10 @@ export function parseJsonBody (body: Buffer): unknown {
   return value
 }
 
-/** application/json in UTF-8 is the only media type accepted. */
-export function installJsonBodyParser (app: FastifyInstance, bodyLimit: number): void {
+/** application/json in UTF-8 is the only media type accepted; its size bound is the server's bodyLimit. */
+export function installJsonBodyParser (app: FastifyInstance): void {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, async (request: FastifyRequest, body: Buffer) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) => {
     const charset = charsetProblem(request.headers['content-type'] ?? '')
     if (charset !== undefined) throw charset
     if (body.length === 0) throw new ApiError('validation_failed', 'request body is required: a JSON object with name and categoryId')

@@ -69,11 +69,6 @@ export async function refusePreconditions (request: FastifyRequest): Promise<voi
   if (name !== undefined) throw new ApiError('invalid_parameter', `header '${name}' is not supported on a create: it has no entity tag to compare with, so the request is refused rather than the condition ignored`)
 }
 
-// A 304 has no body or Content-Length (RFC 9110 §8.6); Fastify's HEAD hook fails on null, so HEAD gets an empty stream.
-export function headNoBody (request: FastifyRequest): Readable | undefined {
-  return request.method === 'HEAD' ? Readable.from([]) : undefined
-}
-
 export interface AnswerOptions {
   cacheControl: string
   /** JSON unless said. */

@@ -19,9 +19,6 @@ const CHALLENGE = 'Bearer realm="petstore"'
 // RFC 6750 §2.1: "Bearer" (any case), one or more spaces, a b64token.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
-/** Authenticated responses are private and never stored unless a route sets an ETag (then revalidated). */
-export const NO_STORE = 'no-store'
-
 // RFC 6750 §3.1. Unknown and revoked alike: a revoked key tells nothing more.
 function refusedKey (why: KeyRefusal): ApiError {
   const [code, description] = why === 'expired'
@@ -75,7 +72,8 @@ async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheT
       throw err
     }
     request.apiKeyId = grant.id
-    reply.header('cache-control', NO_STORE)
+    // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).
+    reply.header('cache-control', 'no-store')
     // routeOptions is built on every read: asked only of a key without every scope.
     const missing = missingScope(grant, () => request.routeOptions.config?.scope)
     if (missing !== undefined) metrics.authRefusals.inc({ reason: 'insufficient_scope' })

@@ -55,7 +55,6 @@ export function toApiError (err: FastifyError | Error): ApiError {
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return new ApiError('invalid_parameter', 'a path parameter is too long')
   }
-  if (e.validation !== undefined) return new ApiError('invalid_parameter', `${e.validationContext ?? 'request'} ${e.message}`)
   const status = e.statusCode
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new ApiError(CODE_BY_STATUS.get(status) ?? 'invalid_parameter', e.message)

@@ -7,8 +7,7 @@ import { docsPageOptions } from '../docs/page.js'
 import { SHARED_SCHEMAS } from '../schemas/index.js'
 import { SCOPES } from '../schemas/scopes.js'
 import { unroutedRequests } from '../schemas/unrouted.js'
-import { documentRoute, redirectDocsIndex } from '../http/document-routes.js'
-import { headNoBody } from '../http/representations.js'
+import { answerRead, represent, type Representation } from '../http/representations.js'
 import { JSON_TYPE } from '../http/media-types.js'
 import { ApiError } from '../errors.js'
 
@@ -41,17 +40,18 @@ function operations (document: Json): Json[] {
   return Object.values(document.paths as Record<string, Json>).flatMap(item => Object.values(item) as Json[])
 }
 
-/** The headers of every operation's responses, one map per response. */
-function responseHeaders (document: Json): Array<Record<string, Json>> {
-  return operations(document)
+/**
+ * The operations' response headers. swagger copies a header's schema as it is: our `x-required`
+ * marker and the example move to the header object. Then each header is written once in
+ * components/headers; a name with two different definitions (Link) stays inline.
+ */
+function shareHeaders (document: Json): Json {
+  const maps = operations(document)
     .flatMap(op => Object.values((op.responses ?? {}) as Record<string, Json>))
     .map(response => (response.headers ?? {}) as Record<string, Json>)
-}
-
-/** swagger copies header schemas as they are: our `x-required` marker moves to the header object. */
-function liftRequiredHeaders (document: Json): Json {
-  for (const headers of responseHeaders(document)) {
-    for (const h of Object.values(headers)) {
+  const shared: Record<string, Json> = {}
+  for (const [name, uses] of Map.groupBy(maps.flatMap(headers => Object.entries(headers)), ([name]) => name)) {
+    for (const [, h] of uses) {
       const schema = h.schema as Json
       if (schema['x-required'] === true) h.required = true
       delete schema['x-required']
@@ -60,22 +60,10 @@ function liftRequiredHeaders (document: Json): Json {
         delete schema.example
       }
     }
+    const text = JSON.stringify(uses[0]![1])
+    if (uses.every(([, h]) => JSON.stringify(h) === text)) shared[name] = uses[0]![1]
   }
-  return document
-}
-
-/** Each header once in components/headers; a name with two different definitions (Link) stays inline. */
-function shareHeaders (document: Json): Json {
-  const uses = new Map<string, Json[]>()
-  for (const headers of responseHeaders(document)) {
-    for (const [name, h] of Object.entries(headers)) uses.set(name, [...(uses.get(name) ?? []), h])
-  }
-  const shared: Record<string, Json> = {}
-  for (const [name, list] of uses) {
-    const text = JSON.stringify(list[0])
-    if (list.every(h => JSON.stringify(h) === text)) shared[name] = list[0]!
-  }
-  for (const headers of responseHeaders(document)) {
+  for (const headers of maps) {
     for (const name of Object.keys(headers)) {
       if (shared[name] !== undefined) headers[name] = { $ref: `#/components/headers/${name}` }
     }
@@ -97,30 +85,24 @@ function responseName (description: string): string {
  * component per variant: the most used keeps the plain name, others take their first operation's.
  */
 function shareResponses (document: Json): Json {
-  // By status, then by the response's text: each variant and the operations that answer it.
-  const byStatus = new Map<string, Map<string, { response: Json, users: Array<{ opId: string, responses: Json }> }>>()
-  for (const op of operations(document)) {
-    const responses = (op.responses ?? {}) as Record<string, Json>
-    for (const [status, response] of Object.entries(responses)) {
-      if (!SHARED_STATUSES.has(status) || response.$ref !== undefined) continue
-      if (!byStatus.has(status)) byStatus.set(status, new Map())
-      const variants = byStatus.get(status)!
-      const key = JSON.stringify(response)
-      const variant = variants.get(key) ?? { response, users: [] }
-      variant.users.push({ opId: String(op.operationId), responses })
-      variants.set(key, variant)
-    }
-  }
+  // Each answer of a shared status, with the operation that gives it.
+  const uses = operations(document).flatMap(op => Object.entries((op.responses ?? {}) as Record<string, Json>)
+    .filter(([status, response]) => SHARED_STATUSES.has(status) && response.$ref === undefined)
+    .map(([status, response]) => ({ status, response, opId: String(op.operationId), responses: op.responses as Json })))
+  const byStatus = Map.groupBy(uses, use => use.status)
+  const headerCount = (r: Json): number => Object.keys((r.headers ?? {}) as Json).length
   const shared: Record<string, Json> = {}
   for (const status of [...byStatus.keys()].sort()) {
-    // Among variants used equally often, the one with more headers (a /v1 operation's) keeps the plain name.
-    const headerCount = (r: Json): number => Object.keys((r.headers ?? {}) as Json).length
-    const ranked = [...byStatus.get(status)!.values()].sort((a, b) => b.users.length - a.users.length || headerCount(b.response) - headerCount(a.response))
-    for (const [i, v] of ranked.entries()) {
-      const base = responseName(String(v.response.description))
-      const name = i === 0 ? base : `${base}_${v.users[0]!.opId}`
-      shared[name] = v.response
-      for (const user of v.users) user.responses[status] = { $ref: `#/components/responses/${name}` }
+    // The variants, by the response's text; among those used equally often, the one with more headers
+    // (a /v1 operation's) keeps the plain name.
+    const ranked = [...Map.groupBy(byStatus.get(status)!, use => JSON.stringify(use.response)).values()]
+      .sort((a, b) => b.length - a.length || headerCount(b[0]!.response) - headerCount(a[0]!.response))
+    for (const [i, users] of ranked.entries()) {
+      const { response, opId } = users[0]!
+      const base = responseName(String(response.description))
+      const name = i === 0 ? base : `${base}_${opId}`
+      shared[name] = response
+      for (const user of users) user.responses[status] = { $ref: `#/components/responses/${name}` }
     }
   }
   document.components = { ...(document.components as Json), responses: shared }
@@ -184,18 +166,14 @@ function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions
       if (url.startsWith('/v1/') || schema === undefined) return { schema, url }
       return { schema: { ...schema, servers: rootServers } as typeof schema, url }
     },
-    transformObject: (documentObject) => addCodeSamples(shareResponses(shareHeaders(liftRequiredHeaders((documentObject as { openapiObject: Json }).openapiObject)))) as never
+    transformObject: (documentObject) => addCodeSamples(shareResponses(shareHeaders((documentObject as { openapiObject: Json }).openapiObject))) as never
   }
-}
-
-export interface DocsApp {
-  document: (format: 'json' | 'yaml') => string
-  inject: FastifyInstance['inject']
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    docsApp: () => Promise<DocsApp>
+    /** The docs app (buildDocsApp): the document (`swagger()`) and the /docs page's routes. */
+    docsApp: () => Promise<FastifyInstance>
   }
 }
 
@@ -208,7 +186,7 @@ declare module 'fastify' {
 async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }): Promise<void> {
   const routes: RouteOptions[] = []
   app.addHook('onRoute', (route) => { routes.push(route) })
-  let built: Promise<DocsApp> | undefined
+  let built: Promise<FastifyInstance> | undefined
   app.decorate('docsApp', async () => {
     built ??= buildDocsApp(opts.config, routes).catch((err: unknown) => {
       built = undefined
@@ -220,7 +198,7 @@ async function openApi (app: FastifyInstance, opts: { config: Readonly<Config> }
 
 export const openApiPlugin = fp(openApi, { name: 'petstore-openapi' })
 
-async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOptions[]): Promise<DocsApp> {
+async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOptions[]): Promise<FastifyInstance> {
   const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([import('@fastify/swagger'), import('@fastify/swagger-ui')])
   const docs = Fastify({ logger: false, exposeHeadRoutes: false })
   docs.setValidatorCompiler(() => () => true)
@@ -235,16 +213,13 @@ async function buildDocsApp (config: Readonly<Config>, routes: readonly RouteOpt
   }
   await docs.register(swaggerUi, docsPageOptions(config))
   await docs.ready()
-  return {
-    document: (format) => format === 'yaml' ? docs.swagger({ yaml: true }) : JSON.stringify(docs.swagger(), null, 2),
-    inject: docs.inject.bind(docs)
-  }
+  return docs
 }
 
 // The docs page's routes (@fastify/swagger-ui, under /docs), answered by the docs app.
 const DOCS_PAGE_ROUTES = ['/docs', '/docs/', '/docs/json', '/docs/yaml', '/docs/static/*']
-// Hop-by-hop or recomputed for the body sent here.
-const NOT_FORWARDED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'date'])
+// Hop-by-hop, or this server's own (Date).
+const NOT_FORWARDED = new Set(['transfer-encoding', 'connection', 'keep-alive', 'date'])
 
 /** The Error for a static file's refusal by @fastify/static: a precondition or a range it cannot meet. */
 function staticFileError (status: number, contentRange: unknown): Error {
@@ -258,19 +233,32 @@ function staticFileError (status: number, contentRange: unknown): Error {
 
 /** GET /openapi.json, /openapi.yaml and the /docs page: public, and served from installed files only. */
 export async function docsRoutes (app: FastifyInstance): Promise<void> {
-  documentRoute(app, '/openapi.json', JSON_TYPE, async () => (await app.docsApp()).document('json'))
-  documentRoute(app, '/openapi.yaml', 'application/yaml; charset=utf-8', async () => (await app.docsApp()).document('yaml'))
-  app.addHook('onRequest', redirectDocsIndex('/docs'))
+  for (const format of ['json', 'yaml'] as const) {
+    // The same bytes for the life of the process: rendered on first use, then answered as the API's
+    // reads are (representations.ts), each coding made once at the best settings and kept.
+    const text = (docs: FastifyInstance): string => format === 'json' ? JSON.stringify(docs.swagger(), null, 2) : docs.swagger({ yaml: true })
+    let document: Promise<Representation> | undefined
+    const answer = { cacheControl: 'public, no-cache', contentType: format === 'json' ? JSON_TYPE : 'application/yaml; charset=utf-8', best: true }
+    app.get(`/openapi.${format}`, { schema: { hide: true } }, async (request, reply) => {
+      document ??= app.docsApp().then(docs => represent(Buffer.from(text(docs)))).catch((err: unknown) => {
+        document = undefined // the next request tries again
+        throw err
+      })
+      return answerRead(request, reply, await document, answer)
+    })
+  }
   for (const url of DOCS_PAGE_ROUTES) {
     app.get(url, { schema: { hide: true } }, async (request, reply) => {
+      // @fastify/swagger-ui's redirect of static/index.html points at itself when a query follows: this one goes to the page.
+      const q = request.url.indexOf('?')
+      if (q !== -1 && request.url.slice(0, q) === '/docs/static/index.html') return reply.redirect(`/docs/${request.url.slice(q)}`)
       const docs = await app.docsApp()
       // Always GET: for HEAD, Fastify sends the headers of the GET answer without its body.
       // As a stream: the page's large scripts are piped from the file, not buffered per request.
       const res = await docs.inject({ method: 'GET', url: request.url, headers: request.headers, payloadAsStream: true })
       const body = res.stream()
-      // Only a file's bytes are piped: an empty file, a 3xx and every refusal are answered here.
-      const empty = res.headers['content-length'] === '0' || (res.statusCode >= 300 && res.statusCode < 400)
-      if (empty || res.statusCode >= 400) body.destroy()
+      // Every refusal is answered here, its body unread.
+      if (res.statusCode >= 400) body.destroy()
       // A missing file: the service's own 404 (or 405), as for any other path.
       if (res.statusCode === 404) return reply.callNotFound()
       if (res.statusCode >= 500) throw new Error(`the docs page failed: ${res.statusCode}`)
@@ -279,15 +267,9 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       for (const [name, value] of Object.entries(res.headers)) {
         if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value)
       }
-      reply.code(res.statusCode)
-      // No body: no Content-Length on a 304 (RFC 9110 §8.6); an empty one, GET and HEAD alike, on a
-      // redirect (no made-up Content-Type).
-      if (res.statusCode === 304) return reply.send(headNoBody(request))
-      if (empty) return reply.header('content-length', '0').send(headNoBody(request))
-      // The file's length, as @fastify/static gave it: the stream is not measured again (HEAD too).
-      const length = res.headers['content-length']
-      if (length !== undefined) reply.header('content-length', length)
-      return reply.send(body)
+      // The body as a stream, HEAD too, so Content-Length stays as the docs app gave it: a file's length
+      // (not measured again), none on a 304 (RFC 9110 §8.6), 0 on a redirect (which gets no made-up Content-Type).
+      return reply.code(res.statusCode).send(body)
     })
   }
 }

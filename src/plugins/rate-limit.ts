@@ -23,37 +23,6 @@ const REFUSED = {
   address: (s: number) => `too many requests without a valid API key from this address; retry after ${s} s`
 }
 
-/**
- * One fixed-window limit of @fastify/rate-limit (app.createRateLimit). The library's own headers are
- * of an older draft; ours are draft-ietf-httpapi-ratelimit-headers-10's named policies, written from
- * its result: `RateLimit-Policy: "key";q=100;w=60` and `RateLimit: "key";r=99;t=60`.
- * A Redis that cannot answer lets the request through, uncounted and without headers (availability
- * over strictness), and says so through `failed`.
- */
-function limit (app: FastifyInstance, name: 'key' | 'address', max: number, windowMs: number, keyGenerator: (req: FastifyRequest) => string, failed?: (err: unknown, request: FastifyRequest) => void, answered?: () => void): Limit {
-  if (max === 0) return async () => {}
-  const policy = `"${name}";q=${max};w=${Math.ceil(windowMs / 1000)}`
-  const check = app.createRateLimit({ max, timeWindow: windowMs, keyGenerator })
-  return async (request, reply, opts = { increment: true }) => {
-    let r
-    try {
-      r = await check(request, opts)
-    } catch (err) {
-      if (failed === undefined) throw err
-      failed(err, request)
-      return
-    }
-    answered?.()
-    if (r.isAllowed || (!opts.increment && !r.isExceeded)) return
-    reply.header('ratelimit-policy', policy)
-    reply.header('ratelimit', `"${name}";r=${r.remaining};t=${r.ttlInSeconds}`)
-    if (!r.isExceeded) return
-    app.metrics.rateLimited.inc({ scope: name })
-    const seconds = Math.max(1, r.ttlInSeconds)
-    throw new ApiError('rate_limited', REFUSED[name](seconds), { 'retry-after': String(seconds) })
-  }
-}
-
 /** Connects first: an unreachable Redis at start is a start failure naming REDIS_URL. */
 async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> {
   // Loaded only here: a process without REDIS_URL does not load ioredis.
@@ -86,18 +55,44 @@ async function rateLimitPlugin (app: FastifyInstance, opts: { config: Readonly<C
   // Redis failing: one outage, logged when it goes, summarised while it stays away, and when it is back (outages.ts).
   // Counted once per request: its later checks meet the same outage.
   const reported = new WeakSet<FastifyRequest>()
-  const failed = redis === undefined
-    ? undefined
-    : (err: unknown, request: FastifyRequest) => {
-        if (reported.has(request)) return
-        reported.add(request)
-        app.metrics.storeErrors.inc({ store: 'redis' })
-        app.outages.failed('redis', err, async () => await redis.ping())
+
+  /**
+   * One fixed-window limit of @fastify/rate-limit (app.createRateLimit). The library's own headers are
+   * of an older draft; ours are draft-ietf-httpapi-ratelimit-headers-10's named policies, written from
+   * its result: `RateLimit-Policy: "key";q=100;w=60` and `RateLimit: "key";r=99;t=60`.
+   * A Redis that cannot answer lets the request through, uncounted and without headers (availability
+   * over strictness).
+   */
+  const limit = (name: 'key' | 'address', quota: number, keyGenerator: (req: FastifyRequest) => string): Limit => {
+    if (quota === 0) return async () => {}
+    const policy = `"${name}";q=${quota};w=${Math.ceil(windowMs / 1000)}`
+    const check = app.createRateLimit({ max: quota, timeWindow: windowMs, keyGenerator })
+    return async (request, reply, count = { increment: true }) => {
+      let r
+      try {
+        r = await check(request, count)
+      } catch (err) {
+        if (redis === undefined) throw err
+        if (!reported.has(request)) {
+          reported.add(request)
+          app.metrics.storeErrors.inc({ store: 'redis' })
+          app.outages.failed('redis', err, async () => await redis.ping())
+        }
+        return
       }
-  const answered = redis === undefined ? undefined : () => { app.outages.ok('redis') }
+      if (redis !== undefined) app.outages.ok('redis')
+      if (r.isAllowed || (!count.increment && !r.isExceeded)) return
+      reply.header('ratelimit-policy', policy)
+      reply.header('ratelimit', `"${name}";r=${r.remaining};t=${r.ttlInSeconds}`)
+      if (!r.isExceeded) return
+      app.metrics.rateLimited.inc({ scope: name })
+      const seconds = Math.max(1, r.ttlInSeconds)
+      throw new ApiError('rate_limited', REFUSED[name](seconds), { 'retry-after': String(seconds) })
+    }
+  }
   app.decorate('rateLimits', {
-    key: limit(app, 'key', max, windowMs, req => `key:${req.apiKeyId}`, failed, answered),
-    address: limit(app, 'address', anonMax, windowMs, req => `addr:${req.ip}`, failed, answered)
+    key: limit('key', max, req => `key:${req.apiKeyId}`),
+    address: limit('address', anonMax, req => `addr:${req.ip}`)
   })
 }
 

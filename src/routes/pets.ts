@@ -3,7 +3,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../errors.js'
 import { answerRead, type ReadCache, refusePreconditions, represent, REVALIDATE, serialized } from '../http/representations.js'
-import type { Metrics } from '../observability/metrics.js'
 import type { Clock } from '../runtime/clock.js'
 import {
   ConditionalReadHeadersSchema, CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema,
@@ -23,8 +22,8 @@ const cacheHeaders = { ETag: Headers.etag, 'Cache-Control': Headers.cacheControl
  * getPet's deprecation and removal, as the interface contract announces them: the Deprecation and
  * Sunset headers, and 410 from the sunset on.
  */
-export const GETPET_DEPRECATED_AT = new Date('2026-01-01T00:00:00Z')
-export const GETPET_SUNSET_AT = new Date('2030-12-05T00:00:00Z')
+const GETPET_DEPRECATED_AT = new Date('2026-01-01T00:00:00Z')
+const GETPET_SUNSET_AT = new Date('2030-12-05T00:00:00Z')
 /** getPet's Link, on every response of that operation. */
 const SUCCESSOR = '</v1/pets>; rel="successor-version"'
 
@@ -33,11 +32,8 @@ export interface PetRoutesOptions {
   /** getPet and listPets answers are kept finished here. */
   cache: ReadCache
   cursors: CursorCodec
-  getPetDeprecatedAt: Date
-  getPetSunsetAt: Date
   /** The app's clock: the sunset and Idempotency-Key expiry are judged by it. */
   now: Clock
-  metrics: Metrics
   /** How long an Idempotency-Key is remembered (at least 24 h). */
   idempotencyTtlMs: number
 }
@@ -52,7 +48,8 @@ function fingerprint (pet: NewPet): string {
 
 /** The three operations of the Petstore v1 interface. Authentication is installed by the /v1 scope. */
 export default async function petRoutes (fastify: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
-  const { store, cache, cursors, metrics } = opts
+  const { store, cache, cursors } = opts
+  const { metrics } = fastify
   const answer = { cacheControl: REVALIDATE, cache }
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   // Every request part of these routes is checked by the root's validator compiler (registerSchemas)
@@ -153,10 +150,10 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   })
 
   const deprecationHeaders = { Deprecation: Headers.deprecation, Sunset: Headers.sunset, Link: Headers.linkSuccessor }
-  const deprecation = `@${Math.floor(opts.getPetDeprecatedAt.getTime() / 1000)}`
-  const sunset = opts.getPetSunsetAt.toUTCString()
-  const pastSunset = (): boolean => opts.now() >= opts.getPetSunsetAt.getTime()
-  metrics.watchGetPetSunset(opts.getPetSunsetAt)
+  const deprecation = `@${Math.floor(GETPET_DEPRECATED_AT.getTime() / 1000)}`
+  const sunset = GETPET_SUNSET_AT.toUTCString()
+  const pastSunset = (): boolean => opts.now() >= GETPET_SUNSET_AT.getTime()
+  metrics.watchGetPetSunset(GETPET_SUNSET_AT)
   /** On every response of getPet, errors included. */
   const deprecated = (reply: FastifyReply): void => {
     reply.header('deprecation', deprecation)
@@ -167,7 +164,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     schema: {
       operationId: 'getPet',
       summary: 'Get an animal (deprecated)',
-      description: `**Deprecated** since ${opts.getPetDeprecatedAt.toUTCString()}; sunset ${sunset}, from when it answers 410 \`gone\`. ` +
+      description: `**Deprecated** since ${GETPET_DEPRECATED_AT.toUTCString()}; sunset ${sunset}, from when it answers 410 \`gone\`. ` +
         'Replacement: `GET /v1/pets` (listPets) with the `status` filter. ' +
         'Every response of this operation, errors included, carries `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.',
       deprecated: true,

@@ -9,7 +9,7 @@ import { CursorCodec } from '../services/cursor.js'
 import type { Clock } from '../runtime/clock.js'
 import type { Store } from '../store/store.js'
 import orderRoutes from './orders.js'
-import petRoutes, { GETPET_DEPRECATED_AT, GETPET_SUNSET_AT } from './pets.js'
+import petRoutes from './pets.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -58,10 +58,7 @@ export default async function v1Routes (app: FastifyInstance, opts: V1Options): 
     store,
     cache: new ReadCache(config.readCacheMaxBytes, app.metrics),
     cursors,
-    getPetDeprecatedAt: GETPET_DEPRECATED_AT,
-    getPetSunsetAt: GETPET_SUNSET_AT,
     now,
-    metrics: app.metrics,
     idempotencyTtlMs: config.idempotencyTtlMs
   })
   await app.register(idempotencyPurge, { store, ttlMs: config.idempotencyTtlMs, now })
