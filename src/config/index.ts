@@ -1,13 +1,23 @@
-import { findPackageJSON } from 'node:module'
+import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from 'typebox'
 import { checkEnv } from './env-check.js'
 
-const PACKAGE_JSON = findPackageJSON(import.meta.url)
-/** The project directory: the nearest folder above this module with a package.json (src/, dist/ and dist/chunks/ all lead there). */
-export const PROJECT_ROOT = PACKAGE_JSON === undefined ? resolve(fileURLToPath(import.meta.url), '../..') : dirname(PACKAGE_JSON)
+/**
+ * The project directory: the nearest folder above this module with a package.json (src/, dist/ and
+ * dist/chunks/ all lead there). Not module.findPackageJSON: on Node 20 that import fails before the
+ * entry can say which Node it needs (test/blackbox/old-node.test.ts).
+ */
+export const PROJECT_ROOT = projectRoot(dirname(fileURLToPath(import.meta.url)))
+
+function projectRoot (from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir
+    if (dirname(dir) === dir) return resolve(from, '..')
+  }
+}
 const DEFAULT_DATABASE_URL = 'sqlite:data/petstore.db'
 /** The largest BODY_LIMIT a deployment may set (petstore conformance sends one byte more to see 413). */
 export const LARGEST_BODY_LIMIT = 1048576
