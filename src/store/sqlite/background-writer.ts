@@ -71,8 +71,10 @@ export class WorkerWriter {
     return task.promise as Promise<T>
   }
 
-  /** StoreUnavailableError once stopped (`up` is rejected then), or while still starting after `waitMs`. */
+  /** StoreUnavailableError once stopped, or while still starting after `waitMs`. */
   async ready (waitMs: number): Promise<void> {
+    // `up` stays resolved when a thread that started dies later: its death is told by `dead`.
+    if (this.dead !== undefined) throw new StoreUnavailableError('the database writer stopped', { cause: this.dead })
     this.start()
     const late = once(AbortSignal.timeout(waitMs), 'abort').then(() => {
       throw new StoreUnavailableError(`the database writer is still starting after ${waitMs} ms`)
