@@ -14,23 +14,6 @@ export function sqliteEntry (name: 'writer-worker' | 'check-worker'): URL {
     : new URL(`./${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
 }
 
-/**
- * A thread running `name`: the file beside this module, or the bundle's compiled one; under tsx the
- * thread registers tsx first.
- */
-export function startThread (name: 'writer-worker', workerData: unknown): Worker {
-  const entry = sqliteEntry(name)
-  // A thread takes the process's flags, but its entry is a file: a process started with
-  // `node --input-type=module -e …` (benchmarks, tests) would fail every thread. Given explicitly,
-  // the flags are checked as a thread's (a process-wide one is refused): only when that one is there.
-  const execArgv = process.execArgv.some(flag => flag.startsWith('--input-type'))
-    ? process.execArgv.filter(flag => !flag.startsWith('--input-type'))
-    : undefined
-  return entry.pathname.endsWith('.ts')
-    ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData, execArgv })
-    : new Worker(entry, { workerData, execArgv })
-}
-
 /** Started by start() or the first write; if it cannot start, requests fail as unavailable. */
 export class WorkerWriter {
   private worker: Worker | undefined
@@ -47,7 +30,17 @@ export class WorkerWriter {
 
   start (): Worker {
     if (this.worker !== undefined) return this.worker
-    this.worker = startThread('writer-worker', this.data)
+    const entry = sqliteEntry('writer-worker')
+    // A thread takes the process's flags, but its entry is a file: a process started with
+    // `node --input-type=module -e …` (benchmarks, tests) would fail every thread. Given explicitly,
+    // the flags are checked as a thread's (a process-wide one is refused): only when that one is there.
+    const execArgv = process.execArgv.some(flag => flag.startsWith('--input-type'))
+      ? process.execArgv.filter(flag => !flag.startsWith('--input-type'))
+      : undefined
+    // Under tsx (the sources), the thread registers tsx first.
+    this.worker = entry.pathname.endsWith('.ts')
+      ? new Worker(`import('tsx/esm/api').then(m => { m.register(); return import(${JSON.stringify(entry.href)}) })`, { eval: true, workerData: this.data, execArgv })
+      : new Worker(entry, { workerData: this.data, execArgv })
     this.worker.on('message', (res: WriterResponse) => this.settle(res))
     this.worker.on('error', (err) => this.fail(err))
     this.worker.on('exit', (code) => this.fail(new Error(`SQLite writer thread exited with code ${code}`)))
