@@ -21,17 +21,14 @@ import { type CheckResponse, isMalformedError, MalformedStoreError } from './sta
 
 export type OpenedSqlite = Store & BackgroundWriter & GoneNotices
 
-export interface CheckProcess {
-  /** Resolves when the file passed; rejects with MalformedStoreError, why it could not be checked, or StoreOpeningError once stopped. */
-  readonly passed: Promise<void>
-  /** Kills the check at once, wherever it is. */
-  stop: () => void
-}
-
 const isCheckResponse = (message: unknown): message is CheckResponse =>
   typeof message === 'object' && message !== null && typeof (message as { passed?: unknown }).passed === 'boolean'
 
-export function checkInProcess (path: string): CheckProcess {
+/**
+ * `passed` resolves when the file passed; rejects with MalformedStoreError, why it could not be
+ * checked, or StoreOpeningError once stopped. `stop` kills the check at once, wherever it is.
+ */
+export function checkInProcess (path: string) {
   const { promise: passed, ...settle } = Promise.withResolvers<void>()
   const entry = sqliteEntry('check-worker')
   // Under tsx (the sources), the process loads tsx first.
