@@ -1,5 +1,6 @@
 import { closeSync, fdatasync, fsyncSync, openSync, realpathSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { promisify } from 'node:util'
 
 /**
  * fdatasync of the WAL on libuv's thread pool: the commits run at synchronous=NORMAL on the event
@@ -33,23 +34,13 @@ export class WalFlush {
   /** Resolves once everything written to the WAL before the call is on the disk. */
   async flush (): Promise<void> {
     if (this.failed !== undefined) throw this.failed
-    const fd = this.fd
-    if (fd === undefined) throw new Error('the WAL flusher is not open')
-    const done = new Promise<void>((resolve, reject) => {
-      fdatasync(fd, (err) => {
-        if (err === null) resolve()
-        else {
-          this.failed ??= err
-          reject(err)
-        }
-      })
+    if (this.fd === undefined) throw new Error('the WAL flusher is not open')
+    const done = promisify(fdatasync)(this.fd).catch((err: Error) => {
+      this.failed ??= err
+      throw err
     })
     this.pending.add(done)
-    try {
-      await done
-    } finally {
-      this.pending.delete(done)
-    }
+    await done.finally(() => this.pending.delete(done))
   }
 
   async close (): Promise<void> {
