@@ -48,7 +48,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   private checkpointing = false
   /** One object, never replaced: a wrapper of the store (tracing's) shares it. */
   private readonly lost: { gone?: StoreGoneError, line?: string, rescue?: Promise<void> } = {}
-  private readonly goneListeners: GoneListener[] = []
+  private readonly goneListeners: Array<Parameters<GoneNotices['onGone']>[0]> = []
   private readonly writer: WorkerWriter | undefined
 
   private constructor (
@@ -113,7 +113,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     return await this.writer.run<T>(op)
   }
 
-  onGone (listener: GoneListener): void {
+  onGone (listener: Parameters<GoneNotices['onGone']>[0]): void {
     this.goneListeners.push(listener)
     if (this.lost.gone !== undefined && this.lost.line !== undefined) listener(this.lost.line, this.lost.gone.reason, 'error')
   }
@@ -360,8 +360,6 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     if (!gone) this.db.close()
   }
 }
-
-type GoneListener = (line: string, reason: StoreGoneError['reason'], level: 'error' | 'info') => void
 
 /** The file that passed the check in its thread: refused if another one (or none) is at the path now. */
 function openAsChecked (path: string, synchronous: SynchronousLevel, checked: Stats): Database.Database {
