@@ -14,9 +14,8 @@ export function openSqlite (path: string, synchronous: SynchronousLevel, opts: {
     // 0600 unless it exists: SQLite would create it 0644, and gives -wal and -shm the database's mode.
     closeSync(openSync(path, constants.O_RDONLY | constants.O_CREAT, 0o600))
   }
-  const db = new Database(path, { fileMustExist: opts.mustExist === true })
+  const db = new Database(path, { fileMustExist: opts.mustExist === true, timeout: BUSY_TIMEOUT_MS })
   db.defaultSafeIntegers(true)
-  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
   db.pragma('foreign_keys = ON')
   const mode = db.pragma('journal_mode = WAL', { simple: true })
   if (path !== ':memory:' && mode !== 'wal') throw new Error(`SQLite refused WAL mode (journal_mode is ${String(mode)})`)
