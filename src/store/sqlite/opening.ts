@@ -1,6 +1,5 @@
 import { fork } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { StoreOpeningError } from '../../errors.js'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import type {
@@ -32,7 +31,7 @@ export function checkInProcess (path: string) {
   const { promise: passed, ...settle } = Promise.withResolvers<void>()
   const entry = sqliteEntry('check-worker')
   // Under tsx (the sources), the process loads tsx first.
-  const execArgv = entry.pathname.endsWith('.ts') ? [`--import=${pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href}`] : []
+  const execArgv = entry.pathname.endsWith('.ts') ? [`--import=${import.meta.resolve('tsx')}`] : []
   const child = fork(fileURLToPath(entry), [path], { execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' })
   child.on('message', (res: unknown) => {
     if (!isCheckResponse(res)) return
