@@ -5,8 +5,6 @@ import type { Progress } from '../transfer/contract.js'
 import { BUSY_TIMEOUT_MS } from './connection.js'
 import { refuseForeignStore } from './start-checks.js'
 
-export interface SqliteBackupResult { pages: number, bytes: number, pets: number, apiKeys: number, integrity: 'ok' }
-
 const STEP_FRACTION = 50
 const ALL_PAGES = 0x7fffffff
 
@@ -16,7 +14,7 @@ const ALL_PAGES = 0x7fffffff
  * read transaction, which in WAL mode blocks no writer). The copy is checked, made 0600 and fsynced
  * under a temporary name before it is renamed to `dest`.
  */
-export async function backupSqlite (source: string, dest: string, progress: Progress): Promise<SqliteBackupResult> {
+export async function backupSqlite (source: string, dest: string, progress: Progress) {
   // A backup of another store moved over the path would be kept as this one's.
   refuseForeignStore(source, 'command')
   const tmp = partialPath(dest)
