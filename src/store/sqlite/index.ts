@@ -249,7 +249,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
    * through WalFlush.
    */
   static async open (opts: SqliteStoreOptions, opener: Opener = 'command'): Promise<SqliteStore> {
-    return SqliteStore.migrated(opts, openChecked(opts, opener))
+    return await SqliteStore.migrated(opts, openChecked(opts, opener))
   }
 
   /**
@@ -265,12 +265,12 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     return new OpeningSqliteStore(async (wanted) => {
       await check.passed
       if (!wanted()) throw new StoreOpeningError('the store was closed before it was opened')
-      return SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked))
+      return await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked))
     }, check.stop)
   }
 
   /** Migrates `db` and makes the store of it; `db` is closed if that fails. */
-  private static migrated (opts: SqliteStoreOptions, db: Database.Database): SqliteStore {
+  private static async migrated (opts: SqliteStoreOptions, db: Database.Database): Promise<SqliteStore> {
     const onDisk = opts.path !== ':memory:'
     let wal: WalFlush | undefined
     let file: StoreFile | undefined
@@ -284,7 +284,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       // See whenWriteLockFree; in WAL mode a read is not kept out by a writer or a checkpoint.
       db.pragma('busy_timeout = 0')
       setSynchronous(db, opts.synchronous === 'OFF' ? 'OFF' : 'NORMAL')
-      if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') wal = new WalFlush(opts.path)
+      if (opts.synchronous === 'FULL' || opts.synchronous === 'EXTRA') wal = await WalFlush.open(opts.path)
     } catch (err) {
       file?.close()
       db.close()

@@ -1,6 +1,7 @@
-import { closeSync, fdatasync, fsyncSync, openSync, realpathSync } from 'node:fs'
+import { closeSync, fdatasync, openSync, realpathSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { promisify } from 'node:util'
+import { fsyncPath } from '../files.js'
 
 /**
  * fdatasync of the WAL on libuv's thread pool: the commits run at synchronous=NORMAL on the event
@@ -10,21 +11,17 @@ import { promisify } from 'node:util'
  * once): the flusher stays failed and the store refuses writes.
  */
 export class WalFlush {
-  private fd: number | undefined
   private failed: Error | undefined
   private readonly pending = new Set<Promise<void>>()
 
+  private constructor (private fd: number | undefined) {}
+
   /** Syncs the directory too: SQLite syncs a new WAL's directory entry only through its own connection. */
-  constructor (dbPath: string) {
+  static async open (dbPath: string): Promise<WalFlush> {
     // SQLite names the WAL after the real path.
     const real = realpathSync(dbPath)
-    const dir = openSync(dirname(real), 'r')
-    try {
-      fsyncSync(dir)
-    } finally {
-      closeSync(dir)
-    }
-    this.fd = openSync(`${real}-wal`, 'r+')
+    await fsyncPath(dirname(real))
+    return new WalFlush(openSync(`${real}-wal`, 'r+'))
   }
 
   get error (): Error | undefined {
