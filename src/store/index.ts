@@ -12,11 +12,11 @@ export interface StoreOptions {
   sqliteSynchronous?: SynchronousLevel
 }
 
-export async function openStore (config: StoreConfig, { sqliteSynchronous = 'FULL' }: StoreOptions = {}): Promise<Store> {
+export async function openStore (config: StoreConfig): Promise<Store> {
   const db = config.database
   if (db.kind === 'sqlite') {
     const { SqliteStore } = await import('./sqlite/index.js')
-    return await SqliteStore.open({ path: db.path, synchronous: sqliteSynchronous })
+    return await SqliteStore.open({ path: db.path, synchronous: 'FULL' })
   }
   const { PostgresStore } = await import('./postgres/index.js')
   return await PostgresStore.open(pgOptions(db.url, config))

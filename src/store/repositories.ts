@@ -55,13 +55,7 @@ export abstract class SharedRepositories implements Pick<PetRepository, 'createP
   }
 
   async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {
-    return toApiKey(await this.sql.insertKey({
-      name: key.name,
-      hash: key.hash,
-      scopes: scopesText(key.scopes ?? ALL_SCOPES),
-      createdAt: key.createdAt,
-      expiresAt: key.expiresAt ?? null
-    }))
+    return toApiKey(await this.sql.insertKey({ ...key, scopes: scopesText(key.scopes ?? ALL_SCOPES), expiresAt: key.expiresAt ?? null }))
   }
 
   async findApiKeyByHash (hash: string): Promise<ApiKeyGrant | undefined> {

@@ -11,7 +11,7 @@ export async function openTransferReader (location: DatabaseLocation, config: St
     return openSqliteReader(location.path, 'FULL')
   }
   const { openPostgresReader } = await import('./postgres/transfer.js')
-  return await openPostgresReader({ ...pgOptions(location.url, config), poolMax: 1 })
+  return await openPostgresReader(pgOptions(location.url, config))
 }
 
 export async function openTransferWriter (location: DatabaseLocation, config: StoreConfig): Promise<TransferWriter> {
@@ -20,5 +20,5 @@ export async function openTransferWriter (location: DatabaseLocation, config: St
     return SqliteTransferWriter.open(location.path, 'FULL')
   }
   const { PostgresTransferWriter } = await import('./postgres/transfer.js')
-  return await PostgresTransferWriter.open({ ...pgOptions(location.url, config), poolMax: 1 })
+  return await PostgresTransferWriter.open(pgOptions(location.url, config))
 }

@@ -66,8 +66,8 @@ export class PgDatabase {
   private autoNamed: boolean
   /** The name carries a hash of the text, so one name never means two texts across versions. */
   private readonly names = new Map<string, string>()
-  private tellStopped!: (e: NamingStopped) => void
-  private readonly stopped = new Promise<NamingStopped>(resolve => { this.tellStopped = resolve })
+  /** Settled by the first refusal in auto mode; a later one (a concurrent query's) changes nothing. */
+  private readonly stopped = Promise.withResolvers<NamingStopped>()
 
   constructor (private readonly opts: PgConnectionOptions) {
     this.prologue = txPrologue(opts.statementTimeoutMs)
@@ -90,13 +90,7 @@ export class PgDatabase {
   }
 
   onNamingStopped (fn: (e: NamingStopped) => void): void {
-    void this.stopped.then(fn)
-  }
-
-  private stopNaming (err: { code?: string, message?: string }): void {
-    if (!this.autoNamed) return
-    this.autoNamed = false
-    this.tellStopped({ code: err.code ?? '', serverMessage: err.message ?? '' })
+    void this.stopped.promise.then(fn)
   }
 
   private named (s: PgStatement, name: string): pg.QueryConfig {
@@ -143,9 +137,11 @@ export class PgDatabase {
     try {
       return await run(this.named(s, s.name))
     } catch (err) {
-      if (!POOLER_STATEMENT_CODES.has((err as { code?: string }).code ?? '')) throw err
+      const { code = '', message = '' } = err as { code?: string, message?: string }
+      if (!POOLER_STATEMENT_CODES.has(code)) throw err
       // Refused at Parse or Bind: it ran nothing, so it is safe to retry unnamed.
-      this.stopNaming(err as { code?: string, message?: string })
+      this.autoNamed = false
+      this.stopped.resolve({ code, serverMessage: message })
       return await run({ text: s.text, values: s.values ?? [] })
     }
   }
