@@ -69,10 +69,9 @@ export function compress (body: string | Buffer, coding: Compressed, best = fals
   return own
 }
 
+/** The identity tag a coding's tag was made from (`"t-gzip"` → `"t"`), or the tag as it is. */
 export function identityTag (tag: string): string {
-  if (tag.endsWith('-gzip"')) return `${tag.slice(0, -6)}"`
-  if (tag.endsWith('-br"')) return `${tag.slice(0, -4)}"`
-  return tag
+  return tag.replace(/-(?:gzip|br)"$/, '"')
 }
 
 export function codedOf (rep: Codable, coding: Compressed, best = false, made?: (rep: Codable) => void): Coded {
