@@ -24,11 +24,6 @@ export interface Codable {
   br?: Coded | undefined
 }
 
-interface Choice {
-  large: Coding
-  small: Coding
-}
-
 const OFFERED = ['br', 'gzip', 'identity']
 // negotiator's types omit its `preferred` option (the server's order for ties).
 type Encodings = (available: readonly string[], options: { preferred: readonly string[] }) => string[]
@@ -36,7 +31,7 @@ type Encodings = (available: readonly string[], options: { preferred: readonly s
 // `x-gzip` is gzip (RFC 9110 §8.4.1.3: a recipient SHOULD consider them equivalent); negotiator knows only `gzip`.
 const X_GZIP = /(^|,)(\s*)x-gzip(?=\s*(?:[;,]|$))/gi
 
-function negotiate (header: string): Choice {
+function negotiate (header: string) {
   const negotiator = new Negotiator({ headers: { 'accept-encoding': header.replace(X_GZIP, '$1$2gzip') } })
   const order = (negotiator.encodings as Encodings)(OFFERED, { preferred: OFFERED }) as Coding[]
   const large = order[0] ?? 'identity'
@@ -48,7 +43,7 @@ export function listedCodings (value: string | undefined): string[] {
   return (value ?? '').split(',').map(c => c.trim().toLowerCase()).filter(c => c !== '')
 }
 
-const choices = new Map<string, Choice>()
+const choices = new Map<string, ReturnType<typeof negotiate>>()
 const MAX_CHOICES = 256
 
 export function chooseCoding (header: string | undefined, bytes: number): Coding {
@@ -74,20 +69,15 @@ export function compress (body: string | Buffer, coding: Compressed, best = fals
   return own
 }
 
-export function codedTag (etag: string, coding: Compressed): string {
-  return `${etag.slice(0, -1)}-${coding}"`
-}
-
+/** The identity tag a coding's tag was made from (`"t-gzip"` → `"t"`), or the tag as it is. */
 export function identityTag (tag: string): string {
-  if (tag.endsWith('-gzip"')) return `${tag.slice(0, -6)}"`
-  if (tag.endsWith('-br"')) return `${tag.slice(0, -4)}"`
-  return tag
+  return tag.replace(/-(?:gzip|br)"$/, '"')
 }
 
 export function codedOf (rep: Codable, coding: Compressed, best = false, made?: (rep: Codable) => void): Coded {
   const kept = rep[coding]
   if (kept !== undefined) return kept
-  const coded: Coded = { body: compress(rep.body, coding, best), etag: codedTag(rep.etag, coding) }
+  const coded: Coded = { body: compress(rep.body, coding, best), etag: `${rep.etag.slice(0, -1)}-${coding}"` }
   rep[coding] = coded
   made?.(rep)
   return coded

@@ -17,15 +17,13 @@ import { JSON_TYPE } from './media-types.js'
 
 /** The body stays a string: a small Buffer would keep a shared slab alive after eviction. */
 export interface Representation extends Codable {
-  body: string | Buffer
   bytes: number
-  etag: string
   link?: string | undefined
   /** Its key in the read cache, once kept. */
   key?: string | undefined
 }
 
-export function etagOf (body: string | Buffer): string {
+function etagOf (body: string | Buffer): string {
   return `"${hash('sha1', body, 'base64url')}"`
 }
 
@@ -40,21 +38,13 @@ export function represent (body: string | Buffer, link?: string): Representation
   return { body, bytes: Buffer.byteLength(body), etag: etagOf(body), link, gzip: undefined, br: undefined, key: undefined }
 }
 
-function tags (header: string): string[] {
-  return header.split(',').map(t => t.trim()).filter(t => t !== '')
+/** Whether an If-Match or If-None-Match value is `*` or lists `etag`, each tag it lists read by `compared` first. */
+function listsTag (header: string, etag: string, compared: (tag: string) => string): boolean {
+  return header.trim() === '*' || header.split(',').some(tag => compared(tag.trim()) === etag)
 }
 
 /** RFC 9110 §13.1.2: weak comparison. */
-function ifNoneMatchHits (header: string, etag: string): boolean {
-  if (header.trim() === '*') return true
-  return tags(header).some(tag => (tag.startsWith('W/') ? tag.slice(2) : tag) === etag)
-}
-
-/** RFC 9110 §13.1.1: strong comparison; any coding's tag of the same content holds (a coding is not a change). */
-function ifMatchHolds (header: string, etag: string): boolean {
-  if (header.trim() === '*') return true
-  return tags(header).some(tag => identityTag(tag) === etag)
-}
+const weak = (tag: string): string => tag.startsWith('W/') ? tag.slice(2) : tag
 
 /** Adds `name` to Vary, after what is there (CORS's `Origin`). */
 export function varyOn (reply: FastifyReply, name: string): void {
@@ -92,7 +82,8 @@ export const REVALIDATE = 'private, no-cache'
 export function answerRead (request: FastifyRequest, reply: FastifyReply, rep: Representation, opts: AnswerOptions): string | Buffer | Readable {
   const headers = request.headers
   const im = headers['if-match']
-  if (im !== undefined && !ifMatchHolds(im, rep.etag)) {
+  // RFC 9110 §13.1.1: strong comparison; any coding's tag of the same content holds (a coding is not a change).
+  if (im !== undefined && !listsTag(im, rep.etag, identityTag)) {
     throw new ApiError('precondition_failed', 'If-Match names no current entity tag of this resource: it changed since it was read')
   }
   const coding = chooseCoding(headers['accept-encoding'], rep.bytes)
@@ -102,7 +93,7 @@ export function answerRead (request: FastifyRequest, reply: FastifyReply, rep: R
   reply.header('cache-control', opts.cacheControl)
   varyOn(reply, 'Accept-Encoding')
   const inm = headers['if-none-match']
-  if (inm !== undefined && ifNoneMatchHits(inm, coded.etag)) {
+  if (inm !== undefined && listsTag(inm, coded.etag, weak)) {
     reply.code(304)
     return Readable.from([])
   }

@@ -237,14 +237,12 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
     // The same bytes for the life of the process: rendered on first use, then answered as the API's
     // reads are (representations.ts), each coding made once at the best settings and kept.
     const text = (docs: FastifyInstance): string => format === 'json' ? JSON.stringify(docs.swagger(), null, 2) : docs.swagger({ yaml: true })
-    let document: Promise<Representation> | undefined
+    let document: Representation | undefined
     const answer = { cacheControl: 'public, no-cache', contentType: format === 'json' ? JSON_TYPE : 'application/yaml; charset=utf-8', best: true }
     app.get(`/openapi.${format}`, { schema: { hide: true } }, async (request, reply) => {
-      document ??= app.docsApp().then(docs => represent(Buffer.from(text(docs)))).catch((err: unknown) => {
-        document = undefined // the next request tries again
-        throw err
-      })
-      return answerRead(request, reply, await document, answer)
+      const docs = await app.docsApp()
+      document ??= represent(Buffer.from(text(docs)))
+      return answerRead(request, reply, document, answer)
     })
   }
   for (const url of DOCS_PAGE_ROUTES) {

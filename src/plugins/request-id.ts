@@ -4,12 +4,6 @@ import fp from 'fastify-plugin'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** A request's id: its X-Request-Id when well-formed, else a new UUID. */
-function requestIdOf (given: string | string[] | undefined): string {
-  // An id that looks like an API key is replaced: a key pasted into the wrong header must not reach the logs.
-  return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes('psk_') ? given : randomUUID()
-}
-
 /**
  * Request ids: the client's X-Request-Id when well-formed, else a UUID (Fastify's genReqId); echoed on
  * every response and bound to every log line of the request (pino's `reqId`). Fastify's
@@ -17,7 +11,11 @@ function requestIdOf (given: string | string[] | undefined): string {
  * text included.
  */
 async function requestId (app: FastifyInstance): Promise<void> {
-  app.setGenReqId((req) => requestIdOf(req.headers['x-request-id']))
+  app.setGenReqId((req) => {
+    const given = req.headers['x-request-id']
+    // An id that looks like an API key is replaced: a key pasted into the wrong header must not reach the logs.
+    return typeof given === 'string' && REQUEST_ID.test(given) && !given.includes('psk_') ? given : randomUUID()
+  })
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     done()

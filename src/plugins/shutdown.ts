@@ -41,13 +41,10 @@ async function shutdown (app: FastifyInstance): Promise<void> {
     done()
   })
   app.addHook('onClose', async () => { clearInterval(sweep) })
-  app.addHook('onRequest', (_request, reply, done) => {
-    if (!closing) {
-      done()
-      return
-    }
-    reply.header('connection', 'close')
-    done(new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' }))
+  // Its Connection: close is written by the onSend hook below.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (!closing) done()
+    else done(new ApiError('service_unavailable', 'the server is shutting down; retry on another instance', { 'retry-after': '1' }))
   })
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining || closing) reply.header('connection', 'close')
