@@ -56,7 +56,7 @@ export function buildProgram (clock: Clock): Command {
   const program = new PetstoreCommand('petstore')
     .description('Petstore v1 service and its administration. Every command honours DATABASE_URL and names its store: on stderr (petstore: store: …), serve in its log.')
     .version(version, '-V, --version', 'print the version')
-    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s), outputError: (s, write) => write(oneLineError(s)) })
+    .configureOutput({ outputError: (s, write) => write(oneLineError(s)) })
     .addHelpText('after', '\nOptions of a command: petstore COMMAND --help (all: docs/reference/cli.md)')
     .exitOverride()
   registerServeCommand(program)

@@ -10,8 +10,7 @@ import { CliError } from './exit.js'
 
 export interface StoreOptions { create?: boolean }
 
-/** `mayCreate`: the command always may make the database (migrate); `readsOnly`: it never may. */
-type DatabaseNeed = StoreOptions & { mayCreate?: boolean, readsOnly?: boolean }
+type DatabaseNeed = StoreOptions & { readsOnly?: boolean }
 
 /** Adds --create to a command that opens the store (every command but serve and migrate, which always may create). */
 export function withCreateOption (cmd: Command): Command {
@@ -40,7 +39,7 @@ export function announceStore (config: Readonly<Config>, opts: DatabaseNeed = {}
  */
 export function requireDatabase (config: Readonly<Config>, opts: DatabaseNeed = {}): void {
   const db = config.database
-  if (db.kind !== 'sqlite' || db.path === ':memory:' || opts.mayCreate === true || opts.create === true) return
+  if (db.kind !== 'sqlite' || db.path === ':memory:' || opts.create === true) return
   if (isNew(db.path)) {
     const why = config.databaseIsDefault
       ? `DATABASE_URL is unset: the default is data/petstore.db in the project directory ${PROJECT_ROOT}`

@@ -98,13 +98,9 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     if (res.status !== 200) throw new Unexpected('200 with the OpenAPI document', `${res.status}`, where)
     const type = lower(res.headers, 'content-type')?.split(';')[0]?.trim()
     if (type !== 'application/json') throw new Unexpected('Content-Type application/json', String(type), where)
-    let served: Json
-    try {
-      served = JSON.parse(res.body) as Json
-    } catch {
-      throw new Unexpected('a JSON document', `${JSON.stringify(res.body.slice(0, 60))}`, where)
-    }
-    if (typeof served.openapi !== 'string' || typeof served.paths !== 'object') throw new Unexpected('an OpenAPI document', 'JSON without openapi and paths', where)
+    const served = parseJson(res.body)
+    if (served === undefined) throw new Unexpected('a JSON document', `${JSON.stringify(res.body.slice(0, 60))}`, where)
+    if (typeof served?.openapi !== 'string' || typeof served.paths !== 'object') throw new Unexpected('an OpenAPI document', 'JSON without openapi and paths', where)
     document = served
     const differs = firstDifference(served, opts.shipped)
     if (differs !== undefined) throw new Unexpected(`the document this CLI ships (info.version ${String(opts.shipped.info?.version)})`, `one that differs at ${differs} (info.version ${String(served.info?.version)}); the served document's promises are checked`, where)
@@ -136,8 +132,8 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     return res
   }
 
-  // Pets the store lists, for the operations that read one (and a missing id).
-  const listed: Array<{ id: string, body: Json }> = []
+  // Ids of the pets the store lists, for the operations that read one (and a missing id).
+  const listed: string[] = []
   const listOp = ops.find(o => o.method === 'GET' && params(o).some(p => p.in === 'query' && p.name === 'cursor'))
   const itemOp = ops.find(o => o.method === 'GET' && params(o).some(p => p.in === 'path'))
   const createOp = ops.find(o => o.method === 'POST' && o.op.requestBody !== undefined)
@@ -188,7 +184,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     await run(id, async () => {
       const expected = expectedStatus(o.op)
       const res = await call('GET', o.path, secured(o.op) ? auth : {}, expected.codes, undefined, expected.describe)
-      if (o === listOp && res.status === 200) for (const pet of JSON.parse(res.body) as Json[]) listed.push({ id: String(pet.id), body: pet })
+      if (o === listOp && res.status === 200) for (const pet of JSON.parse(res.body) as Json[]) listed.push(String(pet.id))
     })
   }
 
@@ -218,37 +214,34 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     }
     await run(`${id} cursor walk`, async () => {
       const seen = new Set<string>()
-      let url: string | undefined = `${listOp.path}${limit === undefined ? '' : `?limit=${pageSize ?? 2}`}`
-      for (let page = 0; url !== undefined && page < opts.maxPages; page++) {
+      let url = `${listOp.path}${pageSize === undefined ? '' : `?limit=${pageSize}`}`
+      for (let page = 0; page < opts.maxPages; page++) {
         const res = await call('GET', url, auth, [200])
         for (const pet of JSON.parse(res.body) as Json[]) {
           const pid = String(pet.id)
           if (seen.has(pid)) throw new Unexpected('each item once across the pages', `id ${pid} again`, `GET ${url} → 200`)
           seen.add(pid)
-          if (!listed.some(l => l.id === pid)) listed.push({ id: pid, body: pet })
+          if (!listed.includes(pid)) listed.push(pid)
         }
         const next = /<([^>]*)>;\s*rel="next"/.exec(lower(res.headers, 'link') ?? '')?.[1]
-        if (next !== undefined) {
-          const nextUrl: URL = new URL(next, new URL(url, target.base))
-          if (nextUrl.origin !== new URL(target.base).origin && !next.startsWith('/')) throw new Unexpected('a next link on this deployment', next, `GET ${url} → 200`)
-          url = nextUrl.pathname + nextUrl.search
-        } else {
-          url = undefined
-        }
+        if (next === undefined) break
+        const nextUrl = new URL(next, new URL(url, target.base))
+        if (nextUrl.origin !== new URL(target.base).origin && !next.startsWith('/')) throw new Unexpected('a next link on this deployment', next, `GET ${url} → 200`)
+        url = nextUrl.pathname + nextUrl.search
       }
     })
   }
 
   // One item: a listed one, a missing one.
-  const missing = missingId((idParam?.schema ?? {}) as Json, new Set(listed.map(l => l.id)))
+  const missing = missingId((idParam?.schema ?? {}) as Json, new Set(listed))
   if (itemOp !== undefined && idParam !== undefined) {
     const id = itemOp.op.operationId as string
     await run(id, async () => {
-      const pet = listed[0]
-      if (pet === undefined) throw new Skipped(`the deployment lists no item to read${opts.write ? '' : ' (--write creates one)'}`)
-      const res = await call('GET', itemPath(pet.id), auth, [success(itemOp.op)])
+      const petId = listed[0]
+      if (petId === undefined) throw new Skipped(`the deployment lists no item to read${opts.write ? '' : ' (--write creates one)'}`)
+      const res = await call('GET', itemPath(petId), auth, [success(itemOp.op)])
       const body = JSON.parse(res.body) as Json
-      if (String(body.id) !== pet.id) throw new Unexpected(`the item with id ${pet.id}`, res.body.slice(0, 200), `GET ${itemPath(pet.id)} → ${res.status}`)
+      if (String(body.id) !== petId) throw new Unexpected(`the item with id ${petId}`, res.body.slice(0, 200), `GET ${itemPath(petId)} → ${res.status}`)
     })
     if ('404' in itemOp.op.responses) await run(`${id} missing id`, async () => { await call('GET', itemPath(missing), auth, [404]) })
     if (itemOp.op.deprecated === true) {
@@ -269,7 +262,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   for (const o of ops.filter(o => o.method === 'GET' && '304' in (o.op.responses as Json))) {
     const id = String(o.op.operationId)
     await run(`${id} If-None-Match → 304`, async () => {
-      const url = o === itemOp ? (listed[0] === undefined ? undefined : itemPath(listed[0].id)) : o.path
+      const url = o === itemOp ? (listed[0] === undefined ? undefined : itemPath(listed[0])) : o.path
       if (url === undefined) throw new Skipped('no item to read')
       const first = await call('GET', url, auth, [success(o.op)])
       const etag = lower(first.headers, 'etag')
@@ -282,7 +275,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
 
   // Without a key: 401 and the bearer challenge.
   for (const o of ops.filter(o => secured(o.op) && '401' in (o.op.responses as Json) && o.method === 'GET')) {
-    const url = o === itemOp ? itemPath(listed[0]?.id ?? '1') : o.path
+    const url = o === itemOp ? itemPath(listed[0] ?? '1') : o.path
     await run(`${String(o.op.operationId)} without a key → 401`, async () => { await call(o.method, url, {}, [401]) })
   }
 
@@ -293,7 +286,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       if (bad === undefined) continue
       const url = p.in === 'path'
         ? o.path.replace(`{${String(p.name)}}`, encodeURIComponent(bad))
-        : `${o.path.replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')}?${String(p.name)}=${encodeURIComponent(bad)}`
+        : `${o.path.replace(/\{[^}]+\}/g, listed[0] ?? '1')}?${String(p.name)}=${encodeURIComponent(bad)}`
       await run(`${String(o.op.operationId)} ${String(p.name)}=${bad.length > 20 ? `${bad.slice(0, 12)}…(${bad.length})` : bad} → 400`, async () => { await call('GET', url, auth, [400]) })
     }
   }
@@ -302,7 +295,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   const unrouted = (document['x-unrouted-requests']?.responses ?? {}) as Json
   if ('405' in unrouted) {
     for (const template of new Set(ops.map(o => o.template))) {
-      const path = ops.find(o => o.template === template)!.path.replace(/\{[^}]+\}/g, listed[0]?.id ?? '1')
+      const path = ops.find(o => o.template === template)!.path.replace(/\{[^}]+\}/g, listed[0] ?? '1')
       const has = ops.filter(o => o.template === template).map(o => o.method)
       const other = ['DELETE', 'PUT', 'PATCH'].find(m => !has.includes(m))
       if (other === undefined) continue
@@ -324,9 +317,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     if ('413' in (o.op.responses as Json)) {
       // An object padded with spaces past any deployment's body limit; were it read, it would be
       // refused as invalid (400/422), never stored.
-      const body = Buffer.alloc(opts.largestBodyLimit + 1, 0x20)
-      body[0] = 0x7b
-      body[body.length - 1] = 0x7d
+      const body = Buffer.from(`{${' '.repeat(opts.largestBodyLimit - 1)}}`)
       // Sent with Expect: 100-continue, as a client sends a large body: the service answers from the
       // headers alone, so the body is never sent.
       await run(`${id} body of ${body.length} bytes → 413`, async () => { await call(o.method, o.path, { ...auth, 'content-type': 'application/json', 'content-length': String(body.length), expect: '100-continue' }, [413], body) })
@@ -358,10 +349,8 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         }
       })
     }
-  }
 
-  // HTTP/1.1 framing on one kept-alive raw connection: a large page, HEAD, an error, then close.
-  if (listOp !== undefined) {
+    // HTTP/1.1 framing on one kept-alive raw connection: a large page, HEAD, an error, then close.
     await run('HTTP/1.1 framing and keep-alive', async () => {
       const conn = await RawConnection.open(target)
       try {
@@ -371,7 +360,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const head = (method: string, url: string, extra = ''): string => `${method} ${url} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${opts.key}\r\nAccept: application/json\r\n${extra}\r\n`
         const steps: Array<[string, string]> = [['GET', big], ['HEAD', big], ['GET', itemOp === undefined ? listOp.path : itemPath(missing)]]
         for (const [method, url] of steps) {
-          conn.write(head(method, url))
+          conn.socket.write(head(method, url))
           const res = await conn.read(method)
           const where = `${method} ${url} → ${res.status} (raw connection)`
           if (method === 'HEAD') {
@@ -380,22 +369,18 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
           } else {
             if (res.framing === 'close') throw new Unexpected('Content-Length or chunked framing (the connection kept open)', 'a body delimited by closing the connection', where)
             const type = res.headers.get('content-type')?.split(';')[0]?.trim()
-            if (type === 'application/json') {
-              try {
-                JSON.parse(res.body.toString('utf8'))
-              } catch {
-                throw new Unexpected(`a complete JSON body (${res.framing})`, `${res.body.length} bytes that do not parse`, where)
-              }
+            if (type === 'application/json' && parseJson(res.body.toString('utf8')) === undefined) {
+              throw new Unexpected(`a complete JSON body (${res.framing})`, `${res.body.length} bytes that do not parse`, where)
             }
           }
           if (/\bclose\b/i.test(res.headers.get('connection') ?? '')) throw new Unexpected('the connection kept alive (HTTP/1.1 default)', 'Connection: close', where)
         }
-        conn.write(head('GET', listOp.path, 'Connection: close\r\n'))
+        conn.socket.write(head('GET', listOp.path, 'Connection: close\r\n'))
         await conn.read('GET')
-        const extra = await conn.closedCleanly()
+        const extra = await conn.untilClosed()
         if (extra.length > 0) throw new Unexpected('nothing after the last answer', `${extra.length} more bytes`, `GET ${listOp.path} (raw connection)`)
       } finally {
-        conn.close()
+        conn.socket.destroy()
       }
     })
   }
@@ -435,11 +420,16 @@ function missingId (schema: Json, taken: Set<string>): string {
   return String(id)
 }
 
-function errorCode (res: Answer): string {
+/** The value a JSON text holds (null for null); undefined when it does not parse. */
+function parseJson (text: string): Json | null | undefined {
   try {
-    const body = JSON.parse(res.body) as Json
-    return typeof body.code === 'string' ? ` (${body.code})` : ''
+    return JSON.parse(text)
   } catch {
-    return ''
+    return undefined
   }
+}
+
+function errorCode (res: Answer): string {
+  const code = parseJson(res.body)?.code
+  return typeof code === 'string' ? ` (${code})` : ''
 }

@@ -1,5 +1,5 @@
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import addFormatsModule from 'ajv-formats'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
 
 /*
  * Checks one response against an OpenAPI document: status documented for the operation, content
@@ -49,15 +49,12 @@ export interface CheckerOptions {
 }
 
 export class ResponseChecker {
-  private readonly ajv: Ajv2020
+  private readonly ajv = addFormats.default(new Ajv2020({ strict: false, allErrors: true, validateFormats: true }))
   readonly operations: Operation[] = []
-  private readonly validators = new Map<string, ValidateFunction>()
   private readonly errorCodes: Record<string, { status: number }> | undefined
 
-  constructor (readonly document: Json, private readonly options: CheckerOptions = { source: 'openapi/openapi.json', refuseUndocumentedHeaders: true }) {
-    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true })
-    const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
-    addFormats(this.ajv)
+  constructor (readonly document: Json, private readonly options: CheckerOptions) {
+    // A schema at a pointer into the document is compiled by getSchema on first use and kept.
     this.ajv.addSchema(document, 'openapi.json')
     this.errorCodes = document.components?.schemas?.Error?.['x-error-codes']
     for (const [template, item] of Object.entries(document.paths as Record<string, Json>)) {
@@ -70,11 +67,6 @@ export class ResponseChecker {
         this.operations.push({ method: method.toUpperCase(), template, path, op, pattern: new RegExp(`^${regex}$`) })
       }
     }
-  }
-
-  /** The schema at a pointer into the document, compiled by Ajv on first use and kept. */
-  private validator (pointer: string): ValidateFunction {
-    return this.ajv.getSchema(`openapi.json#${pointer}`)!
   }
 
   /** Throws ConformanceError naming the request and the drift. */
@@ -134,7 +126,7 @@ export class ResponseChecker {
       return
     }
     if (schemaOf === undefined) return
-    const v = this.validator(schemaOf(contentType))
+    const v = this.ajv.getSchema(`openapi.json#${schemaOf(contentType)}`)!
     // A JSON media type is checked as the value it encodes; any other (GET /'s HTML) as its text.
     const body = /[/+]json$/.test(contentType) ? parse(res.body, seen) : res.body
     if (!v(body)) seen.fail(`body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
@@ -152,7 +144,7 @@ export class ResponseChecker {
         if (resolveRef(this.document, header).required === true) seen.fail(`required header ${docName} is missing`)
         continue
       }
-      const v = this.validator(`${ref}/schema`)
+      const v = this.ajv.getSchema(`openapi.json#${ref}/schema`)!
       if (!v(value)) seen.fail(`header ${docName}: ${JSON.stringify(value)} ${this.ajv.errorsText(v.errors)}`)
     }
     if (!this.options.refuseUndocumentedHeaders) return
@@ -183,7 +175,7 @@ export class ResponseChecker {
     if (contentType !== 'application/json') seen.fail(`an error must be application/json, got ${String(contentType)}`)
     if (!headers.has('x-request-id')) seen.fail('X-Request-Id is missing')
     const body = parse(res.body, seen) as Json
-    const v = this.validator(schemaPointer)
+    const v = this.ajv.getSchema(`openapi.json#${schemaPointer}`)!
     if (!v(body)) seen.fail(`error body ${this.ajv.errorsText(v.errors)}: ${res.body.slice(0, 300)}`)
     if (body.status !== res.status) seen.fail(`error body status ${String(body.status)} differs from the HTTP status`)
     if (this.errorCodes === undefined) return
@@ -224,7 +216,7 @@ function parse (body: string, seen: Seen): unknown {
 /** A response that differs from its document: `where` is the request and status, `drift` what differs. */
 export class ConformanceError extends Error {
   override name = 'ConformanceError'
-  constructor (readonly where: string, readonly drift: string, source = 'the document') {
+  constructor (readonly where: string, readonly drift: string, source: string) {
     super(`response does not conform to ${source}: ${where}: ${drift}`)
   }
 }

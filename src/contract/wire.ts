@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { connect as netConnect, type Socket } from 'node:net'
+import { isIP, connect as netConnect, type Socket } from 'node:net'
+import { buffer } from 'node:stream/consumers'
 import { connect as tlsConnect } from 'node:tls'
 import type { SeenResponse } from './response-check.js'
 
@@ -29,10 +30,8 @@ export function send (target: Target, method: string, url: string, headers: Reco
   const request = where.protocol === 'https:' ? httpsRequest : httpRequest
   return new Promise((resolve, reject) => {
     const req = request(where, { method, headers: { connection: 'close', ...headers }, agent: false }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (d: Buffer) => chunks.push(d))
-      res.on('end', () => resolve({ method, url, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
-      res.on('error', reject)
+      // As bytes, then UTF-8: a byte order mark stays in the body (and fails JSON.parse) as sent.
+      buffer(res).then(body => resolve({ method, url, status: res.statusCode ?? 0, headers: res.headers, body: body.toString('utf8') }), reject)
     })
     req.setTimeout(target.timeoutMs, () => req.destroy(new Error(`no answer within ${target.timeoutMs} ms`)))
     req.on('error', reject)
@@ -66,7 +65,7 @@ export class Unexpected extends Error {
 
 const show = (b: Buffer): string => JSON.stringify(b.subarray(0, 60).toString('latin1'))
 
-/** A raw HTTP/1.1 connection: requests are written as given, answers parsed strictly. */
+/** A raw HTTP/1.1 connection: requests are written to `socket` as given, answers parsed strictly. */
 export class RawConnection {
   private buffered = Buffer.alloc(0)
   private ended = false
@@ -74,7 +73,7 @@ export class RawConnection {
   private awaiting = ''
   private readonly chunks: AsyncIterator<Buffer>
 
-  private constructor (private readonly socket: Socket, timeoutMs: number) {
+  private constructor (readonly socket: Socket, timeoutMs: number) {
     // An idle socket fails the read awaited (or the next one) with this error; the 'error' listener
     // keeps it from being thrown when no read is pending.
     socket.setTimeout(timeoutMs, () => socket.destroy(new Unexpected(this.awaiting, `nothing more within ${timeoutMs} ms after ${show(this.buffered)}`)))
@@ -86,7 +85,7 @@ export class RawConnection {
     const { hostname, port, protocol } = target.base
     const host = hostname.replace(/^\[|\]$/g, '')
     const socket = protocol === 'https:'
-      ? tlsConnect({ host, port: Number(port === '' ? 443 : port), servername: /^[\d.]+$|:/.test(host) ? undefined : host, ALPNProtocols: ['http/1.1'] })
+      ? tlsConnect({ host, port: Number(port === '' ? 443 : port), servername: isIP(host) === 0 ? host : undefined, ALPNProtocols: ['http/1.1'] })
       : netConnect({ host, port: Number(port === '' ? 80 : port) })
     try {
       // once() rejects on the socket's 'error' event, and on the timeout's abort.
@@ -98,14 +97,6 @@ export class RawConnection {
     return new RawConnection(socket, target.timeoutMs)
   }
 
-  write (text: string): void {
-    this.socket.write(text)
-  }
-
-  close (): void {
-    this.socket.destroy()
-  }
-
   /** Waits until more bytes arrive or the peer closes; throws when it has closed already or the timeout passes. */
   private async more (what: string): Promise<void> {
     if (this.ended) throw new Unexpected(what, `the connection closed after ${show(this.buffered)}`)
@@ -113,11 +104,6 @@ export class RawConnection {
     const next = await this.chunks.next()
     if (next.done === true) this.ended = true
     else this.buffered = Buffer.concat([this.buffered, next.value])
-  }
-
-  private async untilClosed (what: string): Promise<Buffer> {
-    while (!this.ended) await this.more(what)
-    return this.buffered
   }
 
   private async line (what: string): Promise<string> {
@@ -195,8 +181,9 @@ export class RawConnection {
     return this.buffered
   }
 
-  /** Waits for the peer to close (after Connection: close), then gives the bytes that came after the answers read. */
-  async closedCleanly (): Promise<Buffer> {
-    return await this.untilClosed('the connection to close')
+  /** Waits for the peer to close (after Connection: close, or ending a body not otherwise delimited), then gives the bytes that came after the answers read. */
+  async untilClosed (what = 'the connection to close'): Promise<Buffer> {
+    while (!this.ended) await this.more(what)
+    return this.buffered
   }
 }

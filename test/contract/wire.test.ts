@@ -17,8 +17,8 @@ async function rawServer (t: TestContext, answer: string, closeAfter = false): P
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   onCleanup(t, () => new Promise<void>(resolve => server.close(() => resolve())))
   const conn = await RawConnection.open({ base: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), timeoutMs: 300 })
-  onCleanup(t, () => conn.close())
-  conn.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+  onCleanup(t, () => conn.socket.destroy())
+  conn.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
   return conn
 }
 
@@ -38,7 +38,7 @@ describe('the raw HTTP/1.1 connection', () => {
   it('reads a body delimited by the close, and waits for the close', async (t) => {
     const conn = await rawServer(t, 'HTTP/1.1 200 OK\r\n\r\nabc', true)
     assert.deepEqual(await conn.read('GET').then(a => [a.framing, a.body.toString()]), ['close', 'abc'])
-    assert.equal((await conn.closedCleanly()).length, 0)
+    assert.equal((await conn.untilClosed()).length, 0)
   })
 
   it('fails a short body, a bad chunk size, a bad Content-Length and a connection left open', async (t) => {
@@ -48,6 +48,6 @@ describe('the raw HTTP/1.1 connection', () => {
     await assert.rejects((await rawServer(t, 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}', true)).read('GET'), framing(/^the connection closed after "\{\}"$/))
     const open = await rawServer(t, 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}')
     await open.read('GET')
-    await assert.rejects(open.closedCleanly(), framing(/^nothing more within 300 ms/))
+    await assert.rejects(open.untilClosed(), framing(/^nothing more within 300 ms/))
   })
 })

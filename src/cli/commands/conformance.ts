@@ -67,16 +67,15 @@ export function registerConformanceCommand (program: Command): void {
       })
       // Nothing a deployment sends back may carry the key into the output.
       const scrub = (s: string): string => s.split(opts.key).join('[key]')
-      const failed = results.filter(r => r.outcome === 'failed')
-      const skipped = results.filter(r => r.outcome === 'skipped')
+      const { passed = [], failed = [], skipped = [] } = Object.groupBy(results, r => r.outcome)
       if (opts.json === true) {
-        const report = { baseUrl: opts.baseUrl.href, write: opts.write === true, conforms: failed.length === 0, passed: results.length - failed.length - skipped.length, failed: failed.length, skipped: skipped.length, checks: results }
+        const report = { baseUrl: opts.baseUrl.href, write: opts.write === true, conforms: failed.length === 0, passed: passed.length, failed: failed.length, skipped: skipped.length, checks: results }
         process.stdout.write(scrub(JSON.stringify(report, null, 2)) + '\n')
       } else {
         for (const r of failed) process.stdout.write(scrub(describe(r)).replace(/[\r\n]+/g, ' ') + '\n')
         for (const r of skipped) process.stderr.write(scrub(`skipped ${r.id}: ${r.reason ?? ''}`) + '\n')
       }
-      process.stderr.write(`${results.length} checks against ${opts.baseUrl.origin}: ${results.length - failed.length - skipped.length} passed, ${failed.length} failed, ${skipped.length} skipped\n`)
+      process.stderr.write(`${results.length} checks against ${opts.baseUrl.origin}: ${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped\n`)
       if (failed.length > 0) process.exitCode = EXIT.failure
     })
 }

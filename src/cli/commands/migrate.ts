@@ -3,7 +3,7 @@ import { describeFailure } from '../../runtime/failure-lines.js'
 import { migrateStore } from '../../store/index.js'
 import { loadConfig } from '../../config/index.js'
 import { CliError } from '../exit.js'
-import { announceStore } from '../store.js'
+import { sayStore } from '../store.js'
 
 export function registerMigrateCommand (program: Command): void {
   program.command('migrate')
@@ -11,7 +11,7 @@ export function registerMigrateCommand (program: Command): void {
     .description('Apply pending schema migrations to the DATABASE_URL store, creating a SQLite database that does not exist yet (start applies them too).')
     .action(async () => {
       const config = loadConfig()
-      announceStore(config, { mayCreate: true })
+      sayStore(config.database)
       let applied: number[]
       try {
         applied = await migrateStore(config)
