@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
 import { answerRead, type ReadCache, refusePreconditions, represent, REVALIDATE, serialized } from '../http/representations.js'
 import type { Clock } from '../runtime/clock.js'
@@ -11,8 +11,8 @@ import {
 import { Ref } from '../schemas/common.js'
 import { AUTHORIZATION_CODES, errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
-import { type PageQuery, readPage } from '../services/pet-reads.js'
-import type { Store } from '../store/store.js'
+import { readPage } from '../services/pet-reads.js'
+import type { ListPetsParams, Store } from '../store/store.js'
 
 /** getPet's 200 body (and createPet's 201). */
 const PET = Ref(PetSchema)
@@ -57,7 +57,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
   /** The page a listPets query reads; undefined for a cursor this service did not issue for this filter. */
-  const pageOf = (q: ListPetsQuery): PageQuery | undefined => {
+  const pageOf = (q: ListPetsQuery): ListPetsParams | undefined => {
     const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
     return afterId === undefined ? undefined : { afterId, limit: q.limit, status: q.status }
   }
@@ -152,14 +152,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const deprecationHeaders = { Deprecation: Headers.deprecation, Sunset: Headers.sunset, Link: Headers.linkSuccessor }
   const deprecation = `@${Math.floor(GETPET_DEPRECATED_AT.getTime() / 1000)}`
   const sunset = GETPET_SUNSET_AT.toUTCString()
-  const pastSunset = (): boolean => opts.now() >= GETPET_SUNSET_AT.getTime()
   metrics.watchGetPetSunset(GETPET_SUNSET_AT)
-  /** On every response of getPet, errors included. */
-  const deprecated = (reply: FastifyReply): void => {
-    reply.header('deprecation', deprecation)
-    reply.header('sunset', sunset)
-    reply.header('link', SUCCESSOR)
-  }
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet',
@@ -181,13 +174,15 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     // Runs for every response of this operation, errors (401 included) too.
     // Both hooks callback-style: an async hook costs a promise per request.
     onSend: (_request, reply, payload, done) => {
-      deprecated(reply)
+      reply.header('deprecation', deprecation)
+      reply.header('sunset', sunset)
+      reply.header('link', SUCCESSOR)
       done(null, payload)
     },
     onRequest: (request, _reply, done) => {
       // After authentication (scope hook): who still calls the deprecated operation, 410s included.
       metrics.countGetPetCall(request.apiKeyId)
-      if (pastSunset()) {
+      if (opts.now() >= GETPET_SUNSET_AT.getTime()) {
         done(new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`))
         return
       }
