@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type SerializerSelector from '@fastify/fast-json-stringify-compiler'
 import { ErrorSchema } from './common.js'
-import { NewPetSchema, PATTERN_RULES, PetSchema, SERVICE_ASSIGNED_FIELDS } from './pets.js'
+import { NewPetSchema, PetSchema } from './pets.js'
 import { createValidatorCompiler } from './validator.js'
 
 type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>
@@ -11,7 +11,7 @@ type Serializer = SerializerSelector.Serializer
 /** The named schemas, referred to by routes through `Ref` and emitted as components/schemas under their $id. */
 export const SHARED_SCHEMAS = [ErrorSchema, PetSchema, NewPetSchema] as const
 
-const validatorCompiler = () => createValidatorCompiler(SHARED_SCHEMAS, { patterns: PATTERN_RULES, assignedFields: SERVICE_ASSIGNED_FIELDS })
+const validatorCompiler = () => createValidatorCompiler(SHARED_SCHEMAS)
 
 /** Adds the named schemas to Fastify and sets the one validator compiler of every route (schemas/validator.ts). */
 export function registerSchemas (app: FastifyInstance): void {
