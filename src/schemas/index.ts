@@ -6,7 +6,6 @@ import { NewPetSchema, PetSchema } from './pets.js'
 import { createValidatorCompiler } from './validator.js'
 
 type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>
-type Serializer = SerializerSelector.Serializer
 
 /** The named schemas, referred to by routes through `Ref` and emitted as components/schemas under their $id. */
 export const SHARED_SCHEMAS = [ErrorSchema, PetSchema, NewPetSchema] as const
@@ -33,7 +32,7 @@ export const compilersFactory: CompilersFactory = {
   buildSerializer: (externalSchemas, options) => {
     let build: SerializerSelector.SerializerCompiler | undefined
     return (route) => {
-      let serialize: Serializer | undefined
+      let serialize: SerializerSelector.Serializer | undefined
       return (data: unknown) => {
         build ??= (createRequire(import.meta.url)('@fastify/fast-json-stringify-compiler') as typeof SerializerSelector)()(externalSchemas, options)
         return (serialize ??= build(route as SerializerSelector.RouteDefinition))(data)
