@@ -95,11 +95,8 @@ function problem (what: string, schema: TSchema, e: ErrorObject): string {
 function checker<T extends TSchema> (what: string, schema: T): (line: Line, o: Json) => Static<T> {
   let validate: ValidateFunction | undefined
   return (line, o) => {
-    if (ajv === undefined) {
-      ajv = createRequestAjv()
-      ajv.addKeyword(RULE)
-      ajv.addFormat(UTC_TIME, { type: 'string', validate: (s: string) => ISO.test(s) && !Number.isNaN(Date.parse(s)) })
-    }
+    ajv ??= createRequestAjv().addKeyword(RULE)
+      .addFormat(UTC_TIME, { type: 'string', validate: (s: string) => ISO.test(s) && !Number.isNaN(Date.parse(s)) })
     validate ??= ajv.compile(withInt64(schema))
     if (validate(o)) return o as Static<T>
     throw new TransferLineError(line.no, problem(what, schema, validate.errors![0]!))
