@@ -12,7 +12,7 @@ import { Ref } from '../schemas/common.js'
 import { AUTHORIZATION_CODES, errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
 import { readPage } from '../services/pet-reads.js'
-import type { ListPetsParams, Store } from '../store/store.js'
+import type { Store } from '../store/store.js'
 
 /** getPet's 200 body (and createPet's 201). */
 const PET = Ref(PetSchema)
@@ -56,11 +56,6 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   // against the schema the route declares.
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
-  /** The page a listPets query reads; undefined for a cursor this service did not issue for this filter. */
-  const pageOf = (q: ListPetsQuery): ListPetsParams | undefined => {
-    const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
-    return afterId === undefined ? undefined : { afterId, limit: q.limit, status: q.status }
-  }
   /** The Link to the page after `last`, with this query's limit and status. */
   const nextLink = (q: ListPetsQuery, last: Pet): string => {
     const status = q.status === undefined ? '' : `&status=${q.status}`
@@ -87,12 +82,12 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     config: { scope: 'pets:read' }
   }, async (request, reply) => {
     const q = request.query
-    const page = pageOf(q)
-    if (page === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
-    const key = `l${q.status ?? ''}:${page.afterId ?? ''}:${q.limit}`
+    const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
+    if (afterId === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
+    const key = `l${q.status ?? ''}:${afterId ?? ''}:${q.limit}`
     let rep = cache.get('page', key)
     if (rep === undefined) {
-      const { pets, last, final } = await readPage(store, page)
+      const { pets, last, final } = await readPage(store, { afterId, limit: q.limit, status: q.status })
       rep = represent(serialized(reply, pets), last === undefined ? undefined : nextLink(q, last))
       if (final) cache.keep(key, rep)
     }
