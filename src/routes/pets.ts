@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
 import { answerRead, type ReadCache, refusePreconditions, represent, REVALIDATE, serialized } from '../http/representations.js'
 import type { Clock } from '../runtime/clock.js'
@@ -11,7 +11,7 @@ import {
 import { Ref } from '../schemas/common.js'
 import { AUTHORIZATION_CODES, errorResponses, Headers, jsonResponse, notModified, RateLimitHeaders } from '../schemas/responses.js'
 import type { CursorCodec } from '../services/cursor.js'
-import { type PageQuery, readPage } from '../services/pet-reads.js'
+import { readPage } from '../services/pet-reads.js'
 import type { Store } from '../store/store.js'
 
 /** getPet's 200 body (and createPet's 201). */
@@ -56,11 +56,6 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   // against the schema the route declares.
   // Idempotency-Keys (scoped by API key) of creates still running in this process: duplicates get 409.
   const inFlight = new Set<string>()
-  /** The page a listPets query reads; undefined for a cursor this service did not issue for this filter. */
-  const pageOf = (q: ListPetsQuery): PageQuery | undefined => {
-    const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
-    return afterId === undefined ? undefined : { afterId, limit: q.limit, status: q.status }
-  }
   /** The Link to the page after `last`, with this query's limit and status. */
   const nextLink = (q: ListPetsQuery, last: Pet): string => {
     const status = q.status === undefined ? '' : `&status=${q.status}`
@@ -87,12 +82,12 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     config: { scope: 'pets:read' }
   }, async (request, reply) => {
     const q = request.query
-    const page = pageOf(q)
-    if (page === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
-    const key = `l${q.status ?? ''}:${page.afterId ?? ''}:${q.limit}`
+    const afterId = q.cursor === undefined ? null : cursors.decode(q.cursor, q.status)
+    if (afterId === undefined) throw new ApiError('invalid_parameter', "query parameter 'cursor' is not a cursor this service issued for this status filter")
+    const key = `l${q.status ?? ''}:${afterId ?? ''}:${q.limit}`
     let rep = cache.get('page', key)
     if (rep === undefined) {
-      const { pets, last, final } = await readPage(store, page)
+      const { pets, last, final } = await readPage(store, { afterId, limit: q.limit, status: q.status })
       rep = represent(serialized(reply, pets), last === undefined ? undefined : nextLink(q, last))
       if (final) cache.keep(key, rep)
     }
@@ -152,14 +147,7 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
   const deprecationHeaders = { Deprecation: Headers.deprecation, Sunset: Headers.sunset, Link: Headers.linkSuccessor }
   const deprecation = `@${Math.floor(GETPET_DEPRECATED_AT.getTime() / 1000)}`
   const sunset = GETPET_SUNSET_AT.toUTCString()
-  const pastSunset = (): boolean => opts.now() >= GETPET_SUNSET_AT.getTime()
   metrics.watchGetPetSunset(GETPET_SUNSET_AT)
-  /** On every response of getPet, errors included. */
-  const deprecated = (reply: FastifyReply): void => {
-    reply.header('deprecation', deprecation)
-    reply.header('sunset', sunset)
-    reply.header('link', SUCCESSOR)
-  }
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet',
@@ -181,13 +169,15 @@ export default async function petRoutes (fastify: FastifyInstance, opts: PetRout
     // Runs for every response of this operation, errors (401 included) too.
     // Both hooks callback-style: an async hook costs a promise per request.
     onSend: (_request, reply, payload, done) => {
-      deprecated(reply)
+      reply.header('deprecation', deprecation)
+      reply.header('sunset', sunset)
+      reply.header('link', SUCCESSOR)
       done(null, payload)
     },
     onRequest: (request, _reply, done) => {
       // After authentication (scope hook): who still calls the deprecated operation, 410s included.
       metrics.countGetPetCall(request.apiKeyId)
-      if (pastSunset()) {
+      if (opts.now() >= GETPET_SUNSET_AT.getTime()) {
         done(new ApiError('gone', `GET /v1/pets/{petId} was removed on ${sunset}; use GET /v1/pets with the status filter instead`))
         return
       }

@@ -7,11 +7,9 @@ export const Int64 = (options: { description: string }) =>
 
 /** An object whose defaulted properties are optional to the client but always present once validated (the static type says so). */
 export function WithDefaults<P extends TProperties> (properties: P, options: { $id?: string, additionalProperties?: boolean, description?: string, examples?: unknown[] } = {}): TObject<P> {
-  const required = Object.keys(properties).filter((k) => !Type.IsOptional(properties[k]) && (properties[k] as { default?: unknown }).default === undefined)
-  const schema = Type.Object(properties, { ...options, required })
-  // `required: []` says nothing; leave it out of the document.
-  if (required.length === 0) Reflect.deleteProperty(schema, 'required')
-  return schema
+  // TypeBox writes `required` from the client's view: a property with a default is optional.
+  const sent = Object.fromEntries(Object.entries(properties).map(([k, s]) => [k, 'default' in s ? Type.Optional(s) : s]))
+  return Type.Object(sent, options) as TSchema as TObject<P>
 }
 
 /** What every error code is, including codes this version does not know yet: lower-case snake_case. */

@@ -2,16 +2,15 @@ import { createRequire } from 'node:module'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type SerializerSelector from '@fastify/fast-json-stringify-compiler'
 import { ErrorSchema } from './common.js'
-import { NewPetSchema, PATTERN_RULES, PetSchema, SERVICE_ASSIGNED_FIELDS } from './pets.js'
+import { NewPetSchema, PetSchema } from './pets.js'
 import { createValidatorCompiler } from './validator.js'
 
 type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>
-type Serializer = SerializerSelector.Serializer
 
 /** The named schemas, referred to by routes through `Ref` and emitted as components/schemas under their $id. */
 export const SHARED_SCHEMAS = [ErrorSchema, PetSchema, NewPetSchema] as const
 
-const validatorCompiler = () => createValidatorCompiler(SHARED_SCHEMAS, { patterns: PATTERN_RULES, assignedFields: SERVICE_ASSIGNED_FIELDS })
+const validatorCompiler = () => createValidatorCompiler(SHARED_SCHEMAS)
 
 /** Adds the named schemas to Fastify and sets the one validator compiler of every route (schemas/validator.ts). */
 export function registerSchemas (app: FastifyInstance): void {
@@ -33,7 +32,7 @@ export const compilersFactory: CompilersFactory = {
   buildSerializer: (externalSchemas, options) => {
     let build: SerializerSelector.SerializerCompiler | undefined
     return (route) => {
-      let serialize: Serializer | undefined
+      let serialize: SerializerSelector.Serializer | undefined
       return (data: unknown) => {
         build ??= (createRequire(import.meta.url)('@fastify/fast-json-stringify-compiler') as typeof SerializerSelector)()(externalSchemas, options)
         return (serialize ??= build(route as SerializerSelector.RouteDefinition))(data)

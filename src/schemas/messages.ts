@@ -2,20 +2,10 @@ import type { ErrorObject } from 'ajv'
 import { ApiError, type FieldError } from '../errors.js'
 import { DETAIL_FIELD_MAX_LENGTH, DETAILS_MAX_ITEMS } from './common.js'
 import { INT64_MAX, INT64_MIN } from './int64.js'
+import { PATTERN_RULES, SERVICE_ASSIGNED_FIELDS } from './pets.js'
 
 /** The request parts Fastify validates, by the name it gives them. */
 export type RequestPart = 'body' | 'querystring' | 'params' | 'headers'
-
-/**
- * Words for rules a schema keyword cannot say by itself. Maps, not plain objects: they are looked up
- * by names the client chose (a body field called `toString` must find nothing, not Object.prototype's).
- */
-export interface RulePhrases {
-  /** By pattern: what the value that broke it must be, e.g. "must not be blank". */
-  patterns: ReadonlyMap<string, (value: unknown) => string>
-  /** By body field that is refused although the resource has it (a client-sent `id`): why. */
-  assignedFields: ReadonlyMap<string, string>
-}
 
 type Json = Record<string, any>
 
@@ -37,7 +27,7 @@ function shown (name: string): string {
 }
 
 /** The rule a value of schema `s` breaks, in words, from the schema itself. */
-export function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
+export function rule (e: ErrorObject, s: Json): string {
   if (Array.isArray(s.enum)) return `must be one of ${s.enum.join(', ')}`
   if (s.int64 === true) return `must be an integer from ${INT64_MIN} to ${INT64_MAX}`
   if (s.type === 'integer') return `must be an integer from ${String(s.minimum)} to ${String(s.maximum)}`
@@ -49,13 +39,13 @@ export function rule (e: ErrorObject, s: Json, phrases: RulePhrases): string {
       if (s.maxLength !== undefined) return `must be ${String(s.minLength ?? 0)} to ${String(s.maxLength)} characters long`
       return s.minLength === 1 ? 'must not be empty' : `must be at least ${String(s.minLength)} characters long`
     case 'pattern':
-      return phrases.patterns.get(String(s.pattern))?.(e.data) ?? `must match the pattern ${String(s.pattern)}`
+      return PATTERN_RULES.get(String(s.pattern))?.(e.data) ?? `must match the pattern ${String(s.pattern)}`
   }
   return e.message ?? 'is not valid'
 }
 
 /** One Ajv error in words: the field or parameter it is about (undefined: the part as a whole) and the sentence. */
-function describe (e: ErrorObject, part: RequestPart, phrases: RulePhrases): { field: string | undefined, message: string } {
+function describe (e: ErrorObject, part: RequestPart): { field: string | undefined, message: string } {
   const s = (e.parentSchema ?? {}) as Json
   // The field the error is about; undefined for the part as a whole. A name can be empty (`?=`).
   const path = e.keyword === 'required'
@@ -78,11 +68,11 @@ function describe (e: ErrorObject, part: RequestPart, phrases: RulePhrases): { f
   if (e.keyword === 'additionalProperties') {
     const known = Object.keys(s.properties ?? {}).join(', ')
     if (part !== 'body') return { field, message: `${subject} is not supported; supported parameters are ${known}` }
-    return { field, message: `${subject} ${phrases.assignedFields.get(field) ?? `is not allowed (allowed fields are ${known})`}` }
+    return { field, message: `${subject} ${SERVICE_ASSIGNED_FIELDS.get(field) ?? `is not allowed (allowed fields are ${known})`}` }
   }
   // Query and header values are strings; an array means the parameter came more than once.
   if (part !== 'body' && Array.isArray(e.data)) return { field, message: `${subject} must be given at most once` }
-  return { field, message: `${subject} ${rule(e, s, phrases)}` }
+  return { field, message: `${subject} ${rule(e, s)}` }
 }
 
 /**
@@ -91,14 +81,14 @@ function describe (e: ErrorObject, part: RequestPart, phrases: RulePhrases): { f
  * path or header. `details` holds at most DETAILS_MAX_ITEMS fields, as the Error schema says; the
  * message then ends with how many more broke a rule.
  */
-export function requestError (errors: readonly ErrorObject[], part: RequestPart, phrases: RulePhrases): ApiError {
+export function requestError (errors: readonly ErrorObject[], part: RequestPart): ApiError {
   const code = part === 'body' ? 'validation_failed' : 'invalid_parameter'
-  const first = describe(errors[0]!, part, phrases)
+  const first = describe(errors[0]!, part)
   if (part !== 'body' || first.field === undefined) return new ApiError(code, first.message)
   const details: FieldError[] = []
   const seen = new Set<string>()
   for (const e of errors) {
-    const { field, message } = describe(e, part, phrases)
+    const { field, message } = describe(e, part)
     if (field === undefined) return new ApiError(code, message)
     if (seen.has(field)) continue
     seen.add(field)

@@ -26,14 +26,18 @@ export const NAME_PATTERN = '^\\s*([^\\s\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC
 /** The IETF draft makes the value an sf-string ("…"); Stripe sends it bare. Both are accepted. */
 export const IDEMPOTENCY_KEY = '^(?:[\\x21\\x23-\\x7E]{1,255}|"[\\x21\\x23-\\x7E]{1,255}")$'
 
-/** What each pattern above means, in the words of an error message, for the value that broke it (see schemas/messages.ts). */
+/**
+ * What each pattern above means, in the words of an error message, for the value that broke it (see
+ * schemas/messages.ts). Maps, not plain objects, here and below: they are looked up by names the client
+ * chose (a body field called `toString` must find nothing, not Object.prototype's).
+ */
 export const PATTERN_RULES: ReadonlyMap<string, (value: unknown) => string> = new Map<string, (value: unknown) => string>([
   [NAME_PATTERN, (value: unknown) => typeof value === 'string' && !/\S/u.test(value) ? 'must not be blank' : 'must be well-formed Unicode (no lone surrogate escapes)'],
   [IDEMPOTENCY_KEY, () => 'must be sent once, 1 to 255 printable ASCII characters without spaces or quotes (optionally in double quotes)'],
   [CURSOR_PATTERN, () => 'must be a cursor from the `Link: rel="next"` header of a previous page (base64url characters)']
 ])
 
-/** Body fields that belong to the resource but are not the client's to send, and why. */
+/** Body fields that belong to the resource but are not the client's to send (a client-sent `id`), and why. */
 export const SERVICE_ASSIGNED_FIELDS: ReadonlyMap<string, string> = new Map([['id', 'is assigned by the service and must not be sent']])
 
 export const PetStatusSchema = Type.Unsafe<PetStatus>({

@@ -115,12 +115,7 @@ export const AUTHORIZATION_CODES = [...AUTHENTICATION_CODES, 'insufficient_scope
 
 /** The codes (each once, in the order given) grouped by their status, in ascending status order. */
 export function codesByStatus (codes: Iterable<ErrorCode>): Array<[number, ErrorCode[]]> {
-  const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of new Set(codes)) {
-    const status = ERROR_CODES[code].status
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
-  }
-  return [...byStatus].sort((a, b) => a[0] - b[0])
+  return [...Map.groupBy(new Set(codes), code => ERROR_CODES[code].status)].sort((a, b) => a[0] - b[0])
 }
 
 /** One Error response per status, its description naming the codes; the edge codes are always added. */

@@ -2,7 +2,7 @@ import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js'
 import type { FastifySchemaCompiler } from 'fastify'
 import type { TSchema } from 'typebox'
 import { createRequestAjv, withInt64 } from './ajv.js'
-import { requestError, type RequestPart, type RulePhrases } from './messages.js'
+import { requestError, type RequestPart } from './messages.js'
 
 type Json = Record<string, any>
 
@@ -29,7 +29,7 @@ function integerReader (schema: Json): (data: unknown) => unknown {
  * Fastify's validator compiler: Ajv over the schema the route declares (the one the document shows),
  * with `shared` for $refs. A failure becomes the API's Error (schemas/messages.ts).
  */
-export function createValidatorCompiler (shared: readonly TSchema[], phrases: RulePhrases): FastifySchemaCompiler<TSchema> {
+export function createValidatorCompiler (shared: readonly TSchema[]): FastifySchemaCompiler<TSchema> {
   // Each validator is compiled on its first request (synchronously: no race). Bodies get an Ajv that
   // collects every error (instances[1]); query, path and headers one that stops at the first ([0]).
   const instances: Array<Ajv2020 | undefined> = []
@@ -44,7 +44,7 @@ export function createValidatorCompiler (shared: readonly TSchema[], phrases: Ru
       validate ??= requestAjv(part === 'body').compile(prepared)
       const value = read(data)
       if (validate(value)) return { value }
-      return { error: requestError(validate.errors!, part, phrases) }
+      return { error: requestError(validate.errors!, part) }
     }
   }
 }

@@ -28,39 +28,20 @@ export async function createApiKey (
 /** A revocation set for later is scheduled (the key works until then); a key both revoked and expired is revoked. */
 export type KeyState = 'active' | 'expired' | 'revoked'
 export function keyState (key: Pick<ApiKeyGrant, 'expiresAt' | 'revokedAt'>, now: number): KeyState {
-  return stateAt(key.expiresAt?.getTime() ?? Infinity, key.revokedAt?.getTime() ?? Infinity, now)
-}
-
-function stateAt (expiresAt: number, revokedAt: number, now: number): KeyState {
-  if (revokedAt <= now) return 'revoked'
-  if (expiresAt <= now) return 'expired'
+  if ((key.revokedAt?.getTime() ?? Infinity) <= now) return 'revoked'
+  if ((key.expiresAt?.getTime() ?? Infinity) <= now) return 'expired'
   return 'active'
 }
 
-export interface KeyGrant {
-  readonly id: number
-  readonly scopes: ReadonlySet<Scope>
-  readonly all: boolean
-  readonly expiresAt: number
-  readonly revokedAt: number
-}
+const toGrant = (found: ApiKeyGrant) => ({ ...found, scopes: new Set(found.scopes), all: ALL_SCOPES.every(s => found.scopes.includes(s)) })
+export type KeyGrant = ReturnType<typeof toGrant>
 
 export type KeyRefusal = 'unknown' | 'revoked' | 'expired'
 export type KeyVerdict = KeyGrant | KeyRefusal
 
-function toGrant (found: ApiKeyGrant): KeyGrant {
-  return {
-    id: found.id,
-    scopes: new Set(found.scopes),
-    all: ALL_SCOPES.every(s => found.scopes.includes(s)),
-    expiresAt: found.expiresAt?.getTime() ?? Infinity,
-    revokedAt: found.revokedAt?.getTime() ?? Infinity
-  }
-}
-
 function verdictAt (grant: KeyGrant | undefined, now: number): KeyVerdict {
   if (grant === undefined) return 'unknown'
-  const state = stateAt(grant.expiresAt, grant.revokedAt, now)
+  const state = keyState(grant, now)
   return state === 'active' ? grant : state
 }
 
@@ -83,8 +64,9 @@ const MAX_ENTRIES = 10000
  * millisecond. Concurrent checks of one key share one lookup; last use is flushed in the background.
  */
 export class ApiKeyVerifier {
-  private readonly cache = new Map<string, CacheEntry>()
-  private readonly inFlight = new Map<string, Promise<KeyGrant | undefined>>()
+  // Keyed by the key as sent (a hit needs no hashing); it stays in this process's memory only. fetch()
+  // runs one lookup per key for every check waiting on it, finished even if the entry is evicted meanwhile.
+  private readonly cache = new LRUCache<string, CacheEntry>({ max: MAX_ENTRIES, ignoreFetchAbort: true, fetchMethod: async (key) => await this.lookup(key) })
   /** By hash: until when a key that verified here is known valid; least recently verified go first. */
   private readonly valid = new LRUCache<string, number>({ max: MAX_ENTRIES })
   private usedAt = new Map<number, number>()
@@ -93,10 +75,9 @@ export class ApiKeyVerifier {
   constructor (
     private readonly store: Store,
     private readonly ttlMs: number,
-    private readonly now: Clock,
-    flushEveryMs = 5000
+    private readonly now: Clock
   ) {
-    this.timer = setInterval(() => { void this.flushLastUsed() }, flushEveryMs)
+    this.timer = setInterval(() => { void this.flushLastUsed() }, 5000)
     this.timer.unref()
   }
 
@@ -120,38 +101,26 @@ export class ApiKeyVerifier {
     let grant = hit?.grant
     if (hit === undefined) {
       if (!API_KEY_PATTERN.test(key)) return 'unknown'
-      let lookup = this.inFlight.get(key)
-      if (lookup === undefined) {
-        lookup = this.lookup(key)
-        this.inFlight.set(key, lookup)
-      }
-      grant = await lookup
+      grant = (await this.cache.fetch(key, { forceRefresh: true }))!.grant
     }
     const verdict = verdictAt(grant, now)
     if (typeof verdict !== 'string') this.usedAt.set(verdict.id, now)
     return verdict
   }
 
-  // Keyed by the key as sent (a hit needs no hashing); it stays in this process's memory only.
   private fresh (key: string, now: number): CacheEntry | undefined {
     const hit = this.cache.get(key)
     return hit !== undefined && hit.expires > now ? hit : undefined
   }
 
-  private async lookup (key: string): Promise<KeyGrant | undefined> {
-    try {
-      const hash = hashApiKey(key)
-      const found = await this.store.findApiKeyByHash(hash)
-      const grant = found === undefined ? undefined : toGrant(found)
-      const now = this.now()
-      if (typeof verdictAt(grant, now) === 'string') this.valid.delete(hash)
-      else this.valid.set(hash, now + KNOWN_VALID_MS)
-      if (this.cache.size >= MAX_ENTRIES) this.cache.clear()
-      this.cache.set(key, { grant, expires: now + this.ttlMs })
-      return grant
-    } finally {
-      this.inFlight.delete(key)
-    }
+  private async lookup (key: string): Promise<CacheEntry> {
+    const hash = hashApiKey(key)
+    const found = await this.store.findApiKeyByHash(hash)
+    const grant = found === undefined ? undefined : toGrant(found)
+    const now = this.now()
+    if (typeof verdictAt(grant, now) === 'string') this.valid.delete(hash)
+    else this.valid.set(hash, now + KNOWN_VALID_MS)
+    return { grant, expires: now + this.ttlMs }
   }
 
   async flushLastUsed (): Promise<void> {

@@ -6,7 +6,6 @@ export interface IdempotencyPurgeOptions {
   store: Pick<Store, 'purgeIdempotencyKeys'>
   ttlMs: number
   now: Clock
-  everyMs?: number
 }
 
 /** Expired records are already ignored by the store: this only keeps the table small. */
@@ -14,7 +13,7 @@ export default async function idempotencyPurge (app: FastifyInstance, opts: Idem
   const timer = setInterval(() => {
     opts.store.purgeIdempotencyKeys(new Date(opts.now() - opts.ttlMs))
       .catch((err: unknown) => app.log.warn({ err }, 'purging expired idempotency keys failed'))
-  }, opts.everyMs ?? 3600000)
+  }, 3600000)
   timer.unref()
   app.addHook('onClose', async () => { clearInterval(timer) })
 }

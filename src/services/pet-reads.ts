@@ -1,9 +1,6 @@
 import type { Pet } from '../schemas/pets.js'
 import type { ListPetsParams, Store } from '../store/store.js'
 
-/** What listPets asks the store, `limit` the page's size. */
-export type PageQuery = ListPetsParams
-
 export interface Page {
   pets: Pet[]
   /** The last pet of the page when more follow (the next page starts after it). */
@@ -15,8 +12,8 @@ export interface Page {
   final: boolean
 }
 
-/** A page of listPets: one pet more than asked is read, to tell whether more follow. */
-export async function readPage (store: Store, q: PageQuery): Promise<Page> {
+/** A page of listPets, `limit` pets: one pet more than asked is read, to tell whether more follow. */
+export async function readPage (store: Store, q: ListPetsParams): Promise<Page> {
   const pets = await store.listPets({ afterId: q.afterId, limit: q.limit + 1, status: q.status })
   if (pets.length <= q.limit) return { pets, last: undefined, final: false }
   const final = store.pageIsFinal(q.afterId, pets[q.limit]!.id)

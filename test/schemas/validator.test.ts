@@ -5,14 +5,14 @@ import { ApiError } from '../../src/errors.js'
 import { SHARED_SCHEMAS } from '../../src/schemas/index.js'
 import { Ref } from '../../src/schemas/common.js'
 import { INT64_MAX } from '../../src/schemas/int64.js'
-import { ListPetsQuerySchema, NewPetSchema, PATTERN_RULES, PetIdParamsSchema, SERVICE_ASSIGNED_FIELDS } from '../../src/schemas/pets.js'
+import { ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema } from '../../src/schemas/pets.js'
 import { createValidatorCompiler } from '../../src/schemas/validator.js'
 
 type Outcome = { value?: unknown, error?: Error }
 
 /** A request part's validator, as Fastify compiles it for a route. */
 function validator (schema: TSchema, httpPart: string): (data: unknown) => Outcome {
-  const compile = createValidatorCompiler(SHARED_SCHEMAS, { patterns: PATTERN_RULES, assignedFields: SERVICE_ASSIGNED_FIELDS })
+  const compile = createValidatorCompiler(SHARED_SCHEMAS)
   return compile({ schema, httpPart, method: 'POST', url: '/v1/pets' }) as (data: unknown) => Outcome
 }
 

@@ -1,10 +1,8 @@
 import { createHash, type Hash } from 'node:crypto'
 import { type Counts, type DataRecord, isoTime } from '../../store/transfer/records.js'
 
-export type {
-  ApiKeyRecordLine, Counts, DataRecord, IdempotencyRecord, PetRecord, SettingRecord
-} from '../../store/transfer/records.js'
-export { recordRefused, TransferLineError } from '../../store/transfer/records.js'
+export type { Counts, DataRecord } from '../../store/transfer/records.js'
+export { TransferLineError } from '../../store/transfer/records.js'
 
 // The export format: docs/reference/export-format.md. Every line is written here with a fixed key
 // order, so the same store contents give the same bytes, whichever store kind they were read from.

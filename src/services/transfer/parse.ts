@@ -3,7 +3,7 @@ import { isInteger, isSafeNumber, LosslessNumber, parse } from 'lossless-json'
 import { type Static, type TSchema, Type } from 'typebox'
 import { createRequestAjv, withInt64 } from '../../schemas/ajv.js'
 import { rule } from '../../schemas/messages.js'
-import { PATTERN_RULES, PetSchema } from '../../schemas/pets.js'
+import { PetSchema } from '../../schemas/pets.js'
 import { ALL_SCOPES, type Scope } from '../../schemas/scopes.js'
 import {
   COUNT_NAMES, COUNT_OF, type Counts, type DataRecord, FORMAT, type Header, PetDigest, READABLE_VERSIONS, TransferLineError
@@ -88,18 +88,15 @@ function problem (what: string, schema: TSchema, e: ErrorObject): string {
     s = s?.properties?.[key] ?? s?.items
     if (s?.[RULE] !== undefined) return `${what} field '${path.slice(0, i + 1).join('.')}' ${String(s[RULE])}`
   }
-  return `${what} field '${path.join('.')}' ${rule(e, e.parentSchema as Json, { patterns: PATTERN_RULES, assignedFields: new Map() })}`
+  return `${what} field '${path.join('.')}' ${rule(e, e.parentSchema as Json)}`
 }
 
 /** A check of one kind of line against `schema`, by the project's Ajv (int64 exact), compiled at first use. */
 function checker<T extends TSchema> (what: string, schema: T): (line: Line, o: Json) => Static<T> {
   let validate: ValidateFunction | undefined
   return (line, o) => {
-    if (ajv === undefined) {
-      ajv = createRequestAjv()
-      ajv.addKeyword(RULE)
-      ajv.addFormat(UTC_TIME, { type: 'string', validate: (s: string) => ISO.test(s) && !Number.isNaN(Date.parse(s)) })
-    }
+    ajv ??= createRequestAjv().addKeyword(RULE)
+      .addFormat(UTC_TIME, { type: 'string', validate: (s: string) => ISO.test(s) && !Number.isNaN(Date.parse(s)) })
     validate ??= ajv.compile(withInt64(schema))
     if (validate(o)) return o as Static<T>
     throw new TransferLineError(line.no, problem(what, schema, validate.errors![0]!))
