@@ -43,7 +43,7 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   // Process metrics only where they are served: they sample the event loop and observe GC.
   const metrics = new Metrics(store, { processMetrics: config.metrics !== undefined })
   const log = openLog(config, tracing)
-  metrics.watchLogLinesDropped(log.dropped)
+  metrics.logLinesDropped = log.dropped
   let app: FastifyInstance
   try {
     app = await buildApp({ config, store, metrics, logger: log.options, tracing, now: systemClock })

@@ -64,8 +64,9 @@ export class Metrics {
 
   readonly readCache: Record<ReadCacheKind, { hits: Counter.Internal, misses: Counter.Internal }>
 
-  private readCacheSize: () => { entries: number, bytes: number } = () => ({ entries: 0, bytes: 0 })
-  private logLinesDropped: () => number = () => 0
+  /** Read at each scrape: set by the read cache (http/representations.ts) and by the entry (the log's count). */
+  readCacheSize = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
+  logLinesDropped = (): number => 0
   private readonly getPetSunset: Gauge
   private readonly durations: Histogram<'method' | 'route' | 'status'>
   private readonly delays: IntervalHistogram | undefined
@@ -175,14 +176,6 @@ export class Metrics {
 
   stopEventLoopDelays (): void {
     this.delays?.disable()
-  }
-
-  watchReadCache (size: () => { entries: number, bytes: number }): void {
-    this.readCacheSize = size
-  }
-
-  watchLogLinesDropped (dropped: () => number): void {
-    this.logLinesDropped = dropped
   }
 
   watchGetPetSunset (at: Date): void {
