@@ -20,7 +20,7 @@ const LOOP_DELAY_GAUGES = [
  * share a test process). Values the app holds elsewhere (read-cache size, the store's pool, dropped
  * log lines) are read when scraped, by the metric's collect(). One part is our own: the event-loop
  * delay gauges replace prom-client's default ones, whose values before the first sample are false
- * (replaceLoopDelayGauges; its test fails with prom-client's).
+ * (in the constructor; its test fails with prom-client's).
  */
 export class Metrics {
   private readonly registry = new Registry()
@@ -132,31 +132,25 @@ export class Metrics {
     })
     if (opts.processMetrics === true) {
       collectDefaultMetrics({ register: this.registry, prefix: 'petstore_' })
-      this.delays = monitorEventLoopDelay()
-      this.delays.enable()
-      this.replaceLoopDelayGauges(this.delays)
-    }
-  }
-
-  /**
-   * prom-client's event-loop delay gauges, each replaced by one that leaves its series out while
-   * no delay was sampled since the last scrape, where prom-client's would show a minimum of
-   * 9223372036.85 s and a mean of NaN (test/observability/metrics.test.ts fails with theirs).
-   */
-  private replaceLoopDelayGauges (delays: IntervalHistogram): void {
-    for (const [stat, help, read] of LOOP_DELAY_GAUGES) {
-      const name = `petstore_nodejs_eventloop_lag_${stat}_seconds`
-      this.registry.removeSingleMetric(name)
-      this.gauge({
-        name,
-        help,
-        collect () {
-          if (delays.count === 0) this.remove()
-          else this.set(read(delays) / 1e9)
-          // Each scrape reports the delays since the previous one; the last gauge read resets them.
-          if (stat === 'p99') delays.reset()
-        }
-      })
+      const delays = this.delays = monitorEventLoopDelay()
+      delays.enable()
+      // prom-client's event-loop delay gauges, each replaced by one that leaves its series out while
+      // no delay was sampled since the last scrape, where prom-client's would show a minimum of
+      // 9223372036.85 s and a mean of NaN (test/observability/metrics.test.ts fails with theirs).
+      for (const [stat, help, read] of LOOP_DELAY_GAUGES) {
+        const name = `petstore_nodejs_eventloop_lag_${stat}_seconds`
+        this.registry.removeSingleMetric(name)
+        this.gauge({
+          name,
+          help,
+          collect () {
+            if (delays.count === 0) this.remove()
+            else this.set(read(delays) / 1e9)
+            // Each scrape reports the delays since the previous one; the last gauge read resets them.
+            if (stat === 'p99') delays.reset()
+          }
+        })
+      }
     }
   }
 
