@@ -3,8 +3,6 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
 import { collectDefaultMetrics, Counter, type CounterConfiguration, Gauge, type GaugeConfiguration, Histogram, Registry } from 'prom-client'
 import { isPooled, namesStatements } from '../store/store.js'
 
-type ReadCacheKind = 'pet' | 'page'
-
 const LOOP_DELAY_GAUGES = [
   ['min', 'The minimum recorded event loop delay.', h => h.min],
   ['max', 'The maximum recorded event loop delay.', h => h.max],
@@ -62,7 +60,22 @@ export class Metrics {
     labelNames: ['key_id'] as const
   })
 
-  readonly readCache: Record<ReadCacheKind, { hits: Counter.Internal, misses: Counter.Internal }>
+  private readonly readCacheHits = this.counter({
+    name: 'petstore_read_cache_hits_total',
+    help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.',
+    labelNames: ['kind']
+  })
+
+  private readonly readCacheMisses = this.counter({
+    name: 'petstore_read_cache_misses_total',
+    help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.',
+    labelNames: ['kind']
+  })
+
+  readonly readCache = {
+    pet: { hits: this.readCacheHits.labels('pet'), misses: this.readCacheMisses.labels('pet') },
+    page: { hits: this.readCacheHits.labels('page'), misses: this.readCacheMisses.labels('page') }
+  }
 
   /** Read at each scrape: set by the read cache (http/representations.ts) and by the entry (the log's count). */
   readCacheSize = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
@@ -72,20 +85,6 @@ export class Metrics {
   private readonly delays: IntervalHistogram | undefined
 
   constructor (store: object, opts: { processMetrics?: boolean } = {}) {
-    const hits = this.counter({
-      name: 'petstore_read_cache_hits_total',
-      help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.',
-      labelNames: ['kind']
-    })
-    const misses = this.counter({
-      name: 'petstore_read_cache_misses_total',
-      help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.',
-      labelNames: ['kind']
-    })
-    this.readCache = {
-      pet: { hits: hits.labels('pet'), misses: misses.labels('pet') },
-      page: { hits: hits.labels('page'), misses: misses.labels('page') }
-    }
     const dropped = () => this.logLinesDropped()
     this.counter({
       name: 'petstore_log_lines_dropped_total',

@@ -10,7 +10,7 @@ import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@open
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { TracingConfig } from '../config/index.js'
+import type { Config } from '../config/index.js'
 import { redactUrl } from '../services/redact.js'
 import { type IdempotentCreateResult, type Store } from '../store/store.js'
 
@@ -22,7 +22,7 @@ const TRACER = 'petstore'
  * configured encoding, loaded alone); the standard OTEL_* variables are read by the parts themselves.
  * What it returns is the `Tracing` of observability/tracing.ts.
  */
-export async function startSdk (config: TracingConfig, load: { postgres: boolean, redis: boolean }) {
+export async function startSdk (config: NonNullable<Config['tracing']>, load: { postgres: boolean, redis: boolean }) {
   // On stderr, never among the JSON lines of stdout.
   const logLevel = getStringFromEnv('OTEL_LOG_LEVEL')
   if (logLevel !== undefined) {
