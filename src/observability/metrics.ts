@@ -21,7 +21,8 @@ const LOOP_DELAY_GAUGES = [
  * (in the constructor; its test fails with prom-client's).
  */
 export class Metrics {
-  private readonly registry = new Registry()
+  /** The registry of these metrics: its metrics() is the /metrics text, read at that call. */
+  readonly registry = new Registry()
 
   private readonly requests = this.counter({
     name: 'petstore_http_requests_total',
@@ -162,11 +163,6 @@ export class Metrics {
     return new Gauge({ ...c, registers: [this.registry] })
   }
 
-  /** The registry of these metrics: its metrics() is the /metrics text, read at that call. */
-  snapshot (): Registry {
-    return this.registry
-  }
-
   stopEventLoopDelays (): void {
     this.delays?.disable()
   }
@@ -192,9 +188,8 @@ export function buildMetricsApp (metrics: Metrics): FastifyInstance {
   const app = Fastify({ logger: false })
   app.addHook('onClose', async () => { metrics.stopEventLoopDelays() })
   app.get('/metrics', async (_request, reply) => {
-    const registry = metrics.snapshot()
-    reply.header('content-type', registry.contentType)
-    return await registry.metrics()
+    reply.header('content-type', metrics.registry.contentType)
+    return await metrics.registry.metrics()
   })
   return app
 }
