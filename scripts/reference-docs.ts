@@ -209,7 +209,7 @@ interface RegistryMetric { name: string, help: string, labelNames: readonly stri
 
 async function metricsOf (postgres: boolean): Promise<Map<string, { type: string, help: string, labels: readonly string[] }>> {
   const store = postgres ? { poolStats: () => ({ total: 0, idle: 0, waiting: 0 }), namedStatements: () => true, onNamingStopped: () => {} } : {}
-  const registry = new Metrics(store).snapshot()
+  const registry = new Metrics(store).registry
   const out = new Map<string, { type: string, help: string, labels: readonly string[] }>()
   for (const m of registry.getMetricsAsArray() as unknown as RegistryMetric[]) {
     out.set(m.name, { type: (await m.get()).type, help: m.help, labels: m.labelNames })

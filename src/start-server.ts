@@ -6,7 +6,6 @@ import { describeFailure, describeListenFailure } from './runtime/failure-lines.
 import { handOutFirstKey } from './services/first-key.js'
 import { openLog } from './logging/logger.js'
 import { buildMetricsApp, Metrics } from './observability/metrics.js'
-import { systemClock } from './runtime/clock.js'
 import { launcherLinks, onStopRequest } from './runtime/stop-signals.js'
 import { startStore, type StoreOptions } from './store/index.js'
 import { describeLocation } from './store/location.js'
@@ -43,10 +42,10 @@ export async function startServer (env: NodeJS.ProcessEnv = process.env, storeOp
   // Process metrics only where they are served: they sample the event loop and observe GC.
   const metrics = new Metrics(store, { processMetrics: config.metrics !== undefined })
   const log = openLog(config, tracing)
-  metrics.watchLogLinesDropped(log.dropped)
+  metrics.logLinesDropped = log.dropped
   let app: FastifyInstance
   try {
-    app = await buildApp({ config, store, metrics, logger: log.options, tracing, now: systemClock })
+    app = await buildApp({ config, store, metrics, logger: log.options, tracing })
     app.log.info(`store: ${describeLocation(config.database)}`)
     for (const [old, now] of config.renamedSettings) app.log.warn({ setting: old, renamed: now }, `${old} is deprecated: it is read as ${now}, its new name; rename it before the next minor version`)
   } catch (err) {

@@ -79,9 +79,6 @@ export type DatabaseLocation =
 /** The configuration: what loadConfig returns, each field documented where it is read. */
 export type Config = ReturnType<typeof loadConfig>
 
-/** What the service decides of tracing; the SDK and the exporter read the other OTEL_* variables themselves. */
-export type TracingConfig = NonNullable<Config['tracing']>
-
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }

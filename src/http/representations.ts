@@ -125,7 +125,7 @@ export class ReadCache {
   constructor (maxBytes: number, metrics: Metrics) {
     this.cache = maxBytes > 0 ? new LRUCache<string, Representation>({ maxSize: maxBytes, sizeCalculation: sizeOf }) : undefined
     this.counters = metrics.readCache
-    metrics.watchReadCache(() => ({ entries: this.cache?.size ?? 0, bytes: this.cache?.calculatedSize ?? 0 }))
+    metrics.readCacheSize = () => ({ entries: this.cache?.size ?? 0, bytes: this.cache?.calculatedSize ?? 0 })
   }
 
   /** The kept representation, counted as a hit or a miss of its kind. */

@@ -28,7 +28,6 @@ export class LogDestination {
   private spare: Buffer | undefined
   private inFlight: Buffer | undefined
   private inFlightBuffer: Buffer | undefined
-  private inFlightBytes = 0
   private timer: NodeJS.Timeout | undefined
   private writing = false
   private failed = false
@@ -49,7 +48,7 @@ export class LogDestination {
 
   write (line: string): boolean {
     const bytes = Buffer.byteLength(line)
-    if (this.failed || this.pendingBytes + this.inFlightBytes + bytes > this.maxBytes) {
+    if (this.failed || this.pendingBytes + (this.inFlight?.length ?? 0) + bytes > this.maxBytes) {
       this.dropped++
       return false
     }
@@ -81,7 +80,6 @@ export class LogDestination {
     if (this.inFlight !== undefined || this.pendingBytes === 0) return
     this.inFlightBuffer = this.pending
     this.inFlight = this.pending.subarray(0, this.pendingBytes)
-    this.inFlightBytes = this.pendingBytes
     this.pending = this.spare ?? Buffer.allocUnsafeSlow(FIRST_BUFFER_BYTES)
     this.spare = undefined
     this.pendingBytes = 0
@@ -116,14 +114,12 @@ export class LogDestination {
       this.fail()
       return
     }
-    if (n < this.inFlightBytes) {
+    if (n < this.inFlight!.length) {
       this.inFlight = this.inFlight!.subarray(n)
-      this.inFlightBytes -= n
       this.writeInFlight()
       return
     }
     this.inFlight = undefined
-    this.inFlightBytes = 0
     if (this.inFlightBuffer!.length <= KEEP_BUFFER_BYTES) this.spare = this.inFlightBuffer
     this.inFlightBuffer = undefined
     if (this.pendingBytes !== 0) {
@@ -139,7 +135,6 @@ export class LogDestination {
     this.pendingBytes = 0
     this.inFlight = undefined
     this.inFlightBuffer = undefined
-    this.inFlightBytes = 0
     for (const resolve of this.ended.splice(0)) resolve()
   }
 

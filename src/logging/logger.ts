@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FastifyServerOptions } from 'fastify'
 import type PinoPrettyFactory from 'pino-pretty'
 import type { Config } from '../config/index.js'
 import { LogDestination } from './log-destination.js'
@@ -12,14 +11,8 @@ const require = createRequire(import.meta.url)
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
 const LOG_END_WAIT_MS = 2000
 
-export interface Log {
-  options: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>
-  end: () => Promise<void>
-  dropped: () => number
-}
-
 /** Pretty lines on a terminal (synchronous: nothing lost at exit), else JSON through log-destination.ts. */
-export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, tracing?: Pick<Tracing, 'mixin'>): Log {
+export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, tracing?: Pick<Tracing, 'mixin'>) {
   const mixin = tracing === undefined ? {} : { mixin: tracing.mixin }
   const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY)
   if (pretty) {

@@ -11,13 +11,6 @@ const WORDS: Record<Dependency, { name: string, counted: string, means: string }
   redis: { name: 'the rate-limit Redis (REDIS_URL)', counted: 'requests went through uncounted', means: 'requests are let through without rate limits' }
 }
 
-export interface OutageLogOptions {
-  summaryEveryMs?: number
-  /** How long a dependency must go without a failure, after it answered, to be called back. */
-  quietMs?: number
-  tickMs?: number
-}
-
 interface Outage {
   since: number
   failed: number
@@ -39,11 +32,9 @@ interface Outage {
 export class Outages {
   private readonly down = new Map<Dependency, Outage>()
   private timer: NodeJS.Timeout | undefined
-  private readonly opts: Required<OutageLogOptions>
 
-  constructor (private readonly log: FastifyBaseLogger, opts: OutageLogOptions = {}) {
-    this.opts = { summaryEveryMs: 5000, quietMs: 2000, tickMs: 1000, ...opts }
-  }
+  /** quietMs: how long a dependency must go without a failure, after it answered, to be called back. */
+  constructor (private readonly log: FastifyBaseLogger, private readonly opts = { summaryEveryMs: 5000, quietMs: 2000, tickMs: 1000 }) {}
 
   /** `probe` is called while down (one at a time) to learn it is back when no request tells. */
   failed (dependency: Dependency, err: unknown, probe?: () => Promise<unknown>): void {

@@ -3,8 +3,6 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
 import { collectDefaultMetrics, Counter, type CounterConfiguration, Gauge, type GaugeConfiguration, Histogram, Registry } from 'prom-client'
 import { isPooled, namesStatements } from '../store/store.js'
 
-type ReadCacheKind = 'pet' | 'page'
-
 const LOOP_DELAY_GAUGES = [
   ['min', 'The minimum recorded event loop delay.', h => h.min],
   ['max', 'The maximum recorded event loop delay.', h => h.max],
@@ -20,10 +18,11 @@ const LOOP_DELAY_GAUGES = [
  * share a test process). Values the app holds elsewhere (read-cache size, the store's pool, dropped
  * log lines) are read when scraped, by the metric's collect(). One part is our own: the event-loop
  * delay gauges replace prom-client's default ones, whose values before the first sample are false
- * (replaceLoopDelayGauges; its test fails with prom-client's).
+ * (in the constructor; its test fails with prom-client's).
  */
 export class Metrics {
-  private readonly registry = new Registry()
+  /** The registry of these metrics: its metrics() is the /metrics text, read at that call. */
+  readonly registry = new Registry()
 
   private readonly requests = this.counter({
     name: 'petstore_http_requests_total',
@@ -62,29 +61,31 @@ export class Metrics {
     labelNames: ['key_id'] as const
   })
 
-  readonly readCache: Record<ReadCacheKind, { hits: Counter.Internal, misses: Counter.Internal }>
+  private readonly readCacheHits = this.counter({
+    name: 'petstore_read_cache_hits_total',
+    help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.',
+    labelNames: ['kind']
+  })
 
-  private readCacheSize: () => { entries: number, bytes: number } = () => ({ entries: 0, bytes: 0 })
-  private logLinesDropped: () => number = () => 0
+  private readonly readCacheMisses = this.counter({
+    name: 'petstore_read_cache_misses_total',
+    help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.',
+    labelNames: ['kind']
+  })
+
+  readonly readCache = {
+    pet: { hits: this.readCacheHits.labels('pet'), misses: this.readCacheMisses.labels('pet') },
+    page: { hits: this.readCacheHits.labels('page'), misses: this.readCacheMisses.labels('page') }
+  }
+
+  /** Read at each scrape: set by the read cache (http/representations.ts) and by the entry (the log's count). */
+  readCacheSize = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
+  logLinesDropped = (): number => 0
   private readonly getPetSunset: Gauge
   private readonly durations: Histogram<'method' | 'route' | 'status'>
   private readonly delays: IntervalHistogram | undefined
 
   constructor (store: object, opts: { processMetrics?: boolean } = {}) {
-    const hits = this.counter({
-      name: 'petstore_read_cache_hits_total',
-      help: 'getPet (kind=pet) and listPets (kind=page) answered from the read cache.',
-      labelNames: ['kind']
-    })
-    const misses = this.counter({
-      name: 'petstore_read_cache_misses_total',
-      help: 'getPet (kind=pet) and listPets (kind=page) that had to ask the store.',
-      labelNames: ['kind']
-    })
-    this.readCache = {
-      pet: { hits: hits.labels('pet'), misses: misses.labels('pet') },
-      page: { hits: hits.labels('page'), misses: misses.labels('page') }
-    }
     const dropped = () => this.logLinesDropped()
     this.counter({
       name: 'petstore_log_lines_dropped_total',
@@ -131,31 +132,25 @@ export class Metrics {
     })
     if (opts.processMetrics === true) {
       collectDefaultMetrics({ register: this.registry, prefix: 'petstore_' })
-      this.delays = monitorEventLoopDelay()
-      this.delays.enable()
-      this.replaceLoopDelayGauges(this.delays)
-    }
-  }
-
-  /**
-   * prom-client's event-loop delay gauges, each replaced by one that leaves its series out while
-   * no delay was sampled since the last scrape, where prom-client's would show a minimum of
-   * 9223372036.85 s and a mean of NaN (test/observability/metrics.test.ts fails with theirs).
-   */
-  private replaceLoopDelayGauges (delays: IntervalHistogram): void {
-    for (const [stat, help, read] of LOOP_DELAY_GAUGES) {
-      const name = `petstore_nodejs_eventloop_lag_${stat}_seconds`
-      this.registry.removeSingleMetric(name)
-      this.gauge({
-        name,
-        help,
-        collect () {
-          if (delays.count === 0) this.remove()
-          else this.set(read(delays) / 1e9)
-          // Each scrape reports the delays since the previous one; the last gauge read resets them.
-          if (stat === 'p99') delays.reset()
-        }
-      })
+      const delays = this.delays = monitorEventLoopDelay()
+      delays.enable()
+      // prom-client's event-loop delay gauges, each replaced by one that leaves its series out while
+      // no delay was sampled since the last scrape, where prom-client's would show a minimum of
+      // 9223372036.85 s and a mean of NaN (test/observability/metrics.test.ts fails with theirs).
+      for (const [stat, help, read] of LOOP_DELAY_GAUGES) {
+        const name = `petstore_nodejs_eventloop_lag_${stat}_seconds`
+        this.registry.removeSingleMetric(name)
+        this.gauge({
+          name,
+          help,
+          collect () {
+            if (delays.count === 0) this.remove()
+            else this.set(read(delays) / 1e9)
+            // Each scrape reports the delays since the previous one; the last gauge read resets them.
+            if (stat === 'p99') delays.reset()
+          }
+        })
+      }
     }
   }
 
@@ -168,21 +163,8 @@ export class Metrics {
     return new Gauge({ ...c, registers: [this.registry] })
   }
 
-  /** The registry of these metrics: its metrics() is the /metrics text, read at that call. */
-  snapshot (): Registry {
-    return this.registry
-  }
-
   stopEventLoopDelays (): void {
     this.delays?.disable()
-  }
-
-  watchReadCache (size: () => { entries: number, bytes: number }): void {
-    this.readCacheSize = size
-  }
-
-  watchLogLinesDropped (dropped: () => number): void {
-    this.logLinesDropped = dropped
   }
 
   watchGetPetSunset (at: Date): void {
@@ -206,9 +188,8 @@ export function buildMetricsApp (metrics: Metrics): FastifyInstance {
   const app = Fastify({ logger: false })
   app.addHook('onClose', async () => { metrics.stopEventLoopDelays() })
   app.get('/metrics', async (_request, reply) => {
-    const registry = metrics.snapshot()
-    reply.header('content-type', registry.contentType)
-    return await registry.metrics()
+    reply.header('content-type', metrics.registry.contentType)
+    return await metrics.registry.metrics()
   })
   return app
 }

@@ -10,10 +10,9 @@ import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@open
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { TracingConfig } from '../config/index.js'
+import type { Config } from '../config/index.js'
 import { redactUrl } from '../services/redact.js'
 import { type IdempotentCreateResult, type Store } from '../store/store.js'
-import type { TraceFields, Tracing } from './tracing-types.js'
 
 const require = createRequire(import.meta.url)
 const TRACER = 'petstore'
@@ -21,8 +20,9 @@ const TRACER = 'petstore'
 /**
  * Traces only, from the SDK's parts rather than the all-signals NodeSDK: one OTLP exporter (the
  * configured encoding, loaded alone); the standard OTEL_* variables are read by the parts themselves.
+ * What it returns is the `Tracing` of observability/tracing.ts.
  */
-export async function startSdk (config: TracingConfig, load: { postgres: boolean, redis: boolean }): Promise<Tracing> {
+export async function startSdk (config: NonNullable<Config['tracing']>, load: { postgres: boolean, redis: boolean }) {
   // On stderr, never among the JSON lines of stdout.
   const logLevel = getStringFromEnv('OTEL_LOG_LEVEL')
   if (logLevel !== undefined) {
@@ -57,18 +57,19 @@ export async function startSdk (config: TracingConfig, load: { postgres: boolean
       serverSpans(app, tracer)
       done()
     }, { name: 'petstore-tracing' }),
+    // pino's mixin: the active span's fields for a line (`line`, the object the line was logged with).
     // pino puts a mixin's fields before the line's own: a line that names its request (the access
     // line) keeps reqId ahead of them, where a child logger bound to the request writes it.
-    mixin: (line) => {
+    mixin: (line: { reqId?: unknown }) => {
       const span = trace.getSpan(context.active())
       if (span === undefined) return {}
       return 'reqId' in line ? { reqId: line.reqId, ...fieldsOfSpan(span) } : fieldsOfSpan(span)
     },
-    fieldsOf: (request) => {
+    fieldsOf: (request: FastifyRequest) => {
       const span = (request as Traced)[SPAN]
       return span === null ? undefined : fieldsOfSpan(span)
     },
-    traceStore: (store) => traceStore(store, tracer),
+    traceStore: <S extends Store>(store: S) => traceStore(store, tracer),
     shutdown: async () => { await provider.shutdown() }
   }
 }
@@ -119,7 +120,7 @@ function serverSpans (app: FastifyInstance, tracer: ReturnType<typeof trace.getT
   })
 }
 
-function fieldsOfSpan (span: Span): TraceFields {
+function fieldsOfSpan (span: Span) {
   const c = span.spanContext()
   return { trace_id: c.traceId, span_id: c.spanId, trace_flags: c.traceFlags === 1 ? '01' : c.traceFlags.toString(16).padStart(2, '0') }
 }

@@ -1,6 +1,5 @@
-import type { Config } from '../config/index.js'
+import { ConfigError, type Config } from '../config/index.js'
 import { DescribedError } from '../errors.js'
-import { ConfigError } from '../config/index.js'
 import { postgresTarget } from '../store/location.js'
 
 /*

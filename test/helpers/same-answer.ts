@@ -79,7 +79,7 @@ export async function same (pair: Pair, method: string, path: string, headers: H
 
 /** The series both apps must agree on: every request, rate-limit, getPet and read-cache count (latency: only how many). */
 export async function countedSeries (metrics: Metrics): Promise<string[]> {
-  const text = await metrics.snapshot().metrics()
+  const text = await metrics.registry.metrics()
   return text.split('\n').filter(l => /^petstore_(http_requests_total|http_request_duration_seconds_count|rate_limited_total|deprecated_getpet_calls_total|read_cache_(hits|misses)_total|overload_rejections_total|store_errors_total)/.test(l)).sort()
 }
 

@@ -14,7 +14,7 @@ const metricsStore = { kind: 'sqlite' as const }
 /** The read cache series of a registry, e.g. { 'hits_total:pet': 1, bytes: 600 } (those that are not 0). */
 async function counts (metrics: Metrics): Promise<Record<string, number>> {
   const out: Record<string, number> = {}
-  for (const m of await metrics.snapshot().getMetricsAsJSON()) {
+  for (const m of await metrics.registry.getMetricsAsJSON()) {
     if (!m.name.startsWith('petstore_read_cache_')) continue
     for (const v of m.values) {
       if (v.value !== 0) out[`${m.name.slice('petstore_read_cache_'.length)}${v.labels.kind === undefined ? '' : `:${String(v.labels.kind)}`}`] = v.value

@@ -13,7 +13,7 @@ describe('request metrics', () => {
       ['GET', '/v1/pets/:petId', 404, 1.2], ['POST', undefined, 405, 0.01]
     ]
     for (const [method, route, status, ms] of seen) metrics.observe(method, route, status, ms)
-    const text = await metrics.snapshot().getSingleMetricAsString(DURATION)
+    const text = await metrics.registry.getSingleMetricAsString(DURATION)
     assert.match(text, /^# HELP petstore_http_request_duration_seconds Time from receiving a request to finishing its response, by method, route template and status\.$/m)
     assert.match(text, /^# TYPE petstore_http_request_duration_seconds histogram$/m)
     const series = '{method="GET",route="/v1/pets",status="200"}'
@@ -26,7 +26,7 @@ describe('request metrics', () => {
     assert.ok(text.includes(`${DURATION}_count${series} 4\n`))
     assert.match(text, new RegExp(`${DURATION}_sum\\{method="GET",route="/v1/pets",status="200"\\} 30\\.0078`))
     assert.match(text, /petstore_http_request_duration_seconds_bucket\{le="0\.0025",method="GET",route="\/v1\/pets\/:petId",status="404"\} 1/)
-    const count = await metrics.snapshot().getSingleMetricAsString('petstore_http_requests_total')
+    const count = await metrics.registry.getSingleMetricAsString('petstore_http_requests_total')
     assert.match(count, /petstore_http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 4/)
     assert.match(count, /petstore_http_requests_total\{method="POST",route="unmatched",status="405"\} 1/)
   })
@@ -37,7 +37,7 @@ describe('process metrics before the first sample', () => {
     // Delay sampling starts with the Metrics; scraped in the same turn of the event loop: no sample yet.
     const metrics = new Metrics({}, { processMetrics: true })
     onCleanup(t, () => { metrics.stopEventLoopDelays() })
-    const first = await metrics.snapshot().metrics()
+    const first = await metrics.registry.metrics()
     assert.match(first, /# TYPE petstore_nodejs_eventloop_lag_min_seconds gauge/)
     assert.match(first, /^petstore_process_cpu_seconds_total /m)
     assert.doesNotMatch(first, /^petstore_nodejs_eventloop_lag_(min|max|mean|stddev|p50|p90|p99)_seconds /m)
@@ -65,7 +65,7 @@ describe('the getPet sunset', () => {
   it('is reported in seconds since the Unix epoch once the route sets it', async () => {
     const metrics = new Metrics({})
     metrics.watchGetPetSunset(new Date('2030-01-01T00:00:00Z'))
-    assert.match(await metrics.snapshot().metrics(), /^petstore_getpet_sunset_timestamp_seconds 1893456000$/m)
+    assert.match(await metrics.registry.metrics(), /^petstore_getpet_sunset_timestamp_seconds 1893456000$/m)
   })
 })
 
@@ -74,10 +74,10 @@ describe('pool metrics', () => {
     const stats = { total: 10, idle: 7, waiting: 0 }
     const metrics = new Metrics({ poolStats: () => stats })
     stats.waiting = 3
-    const text = await metrics.snapshot().metrics()
+    const text = await metrics.registry.metrics()
     assert.match(text, /petstore_store_pool_connections\{state="total"\} 10/)
     assert.match(text, /petstore_store_pool_connections\{state="idle"\} 7/)
     assert.match(text, /petstore_store_pool_connections\{state="waiting"\} 3/)
-    assert.doesNotMatch(await new Metrics({}).snapshot().metrics(), /pool_connections/)
+    assert.doesNotMatch(await new Metrics({}).registry.metrics(), /pool_connections/)
   })
 })

@@ -65,7 +65,7 @@ describe('unknown routes and methods', () => {
     const line = lines.map(l => JSON.parse(l) as Record<string, unknown>).find(l => l.reqId === 'bad-url-2')
     assert.ok(line !== undefined, 'no access log line')
     assert.deepEqual([line.msg, line.url, line.status, line.method], ['request completed', '/v1/%ff?limit=1', 400, 'GET'])
-    assert.match(await ta.metrics.snapshot().metrics(), /petstore_http_requests_total\{method="GET",route="unmatched",status="400"\} 1/)
+    assert.match(await ta.metrics.registry.metrics(), /petstore_http_requests_total\{method="GET",route="unmatched",status="400"\} 1/)
   })
 })
 

@@ -124,7 +124,7 @@ describe('GET /metrics', () => {
     locker.exec('ROLLBACK')
     locker.close()
     assert.equal(failed.statusCode, 503)
-    assert.match(await broken.metrics.snapshot().metrics(), /petstore_store_errors_total\{store="sqlite"\} 1/)
+    assert.match(await broken.metrics.registry.metrics(), /petstore_store_errors_total\{store="sqlite"\} 1/)
 
     const metricsApp = buildMetricsApp(ta.metrics)
     onCleanup(t, () => metricsApp.close())

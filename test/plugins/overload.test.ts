@@ -22,7 +22,7 @@ describe('overload shedding', () => {
     assert.ok(shed !== undefined, 'never shed a request while the event loop was blocked')
     assert.deepEqual(shed.json(), { code: 'service_unavailable', message: 'the server is overloaded; retry later', status: 503 })
     assert.ok(Number(shed.headers['retry-after']) >= 1)
-    assert.match(await ta.metrics.snapshot().getSingleMetricAsString('petstore_overload_rejections_total'), /petstore_overload_rejections_total [1-9]/)
+    assert.match(await ta.metrics.registry.getSingleMetricAsString('petstore_overload_rejections_total'), /petstore_overload_rejections_total [1-9]/)
 
     let recovered = false
     for (let i = 0; i < 50 && !recovered; i++) {

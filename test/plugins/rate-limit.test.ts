@@ -36,7 +36,7 @@ describe('per-API-key rate limit', () => {
     const res2 = await ta.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${other.key}` } })
     assert.equal(res2.statusCode, 200)
 
-    const metrics = await ta.metrics.snapshot().getSingleMetricAsString('petstore_rate_limited_total')
+    const metrics = await ta.metrics.registry.getSingleMetricAsString('petstore_rate_limited_total')
     assert.match(metrics, /petstore_rate_limited_total\{scope="key"\} 1/)
   })
 
@@ -81,7 +81,7 @@ describe('per-API-key rate limit', () => {
     const res = await ta.app.inject({ url: '/v1/pets', headers: ta.auth })
     assert.equal(res.statusCode, 200)
     assert.equal(res.headers.ratelimit, undefined)
-    assert.match(await ta.metrics.snapshot().getSingleMetricAsString('petstore_store_errors_total'), /petstore_store_errors_total\{store="redis"\} [1-9]/)
+    assert.match(await ta.metrics.registry.getSingleMetricAsString('petstore_store_errors_total'), /petstore_store_errors_total\{store="redis"\} [1-9]/)
   })
 
   it('refuses to start when REDIS_URL cannot be reached, naming it', async (t) => {
@@ -119,7 +119,7 @@ describe('per-address limit on requests without a valid key', () => {
     // Other addresses, and valid keys from them, are untouched.
     assert.equal((await ta.app.inject({ url: '/v1/pets', headers: { authorization: BAD_KEY }, remoteAddress: '198.51.100.1' })).statusCode, 401)
     assert.equal((await ta.app.inject({ url: '/v1/pets', headers: ta.auth, remoteAddress: '198.51.100.2' })).statusCode, 200)
-    const metrics = await ta.metrics.snapshot().getSingleMetricAsString('petstore_rate_limited_total')
+    const metrics = await ta.metrics.registry.getSingleMetricAsString('petstore_rate_limited_total')
     assert.match(metrics, /petstore_rate_limited_total\{scope="address"\} 4/)
   })
 

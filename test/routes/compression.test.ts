@@ -39,7 +39,7 @@ async function serverWith (t: TestContext, n: number, env?: Record<string, strin
 
 /** The read cache's accounted bytes now. */
 async function cacheBytes (ts: TestServer): Promise<number> {
-  const m = (await ts.metrics.snapshot().getMetricsAsJSON()).find(m => m.name === 'petstore_read_cache_bytes')
+  const m = (await ts.metrics.registry.getMetricsAsJSON()).find(m => m.name === 'petstore_read_cache_bytes')
   return Number(m?.values[0]?.value ?? 0)
 }
 
