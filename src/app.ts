@@ -20,7 +20,6 @@ import storeOpening from './plugins/store-opening.js'
 import healthRoutes from './routes/health.js'
 import rootRoutes from './routes/root.js'
 import v1Routes from './routes/v1.js'
-import { requestLoggerFactory } from './logging/request-logger.js'
 import { compilersFactory, registerSchemas } from './schemas/index.js'
 import type { Store } from './store/store.js'
 import type { Tracing } from './observability/tracing.js'
@@ -102,8 +101,6 @@ function serverOptions (config: Readonly<Config>, logger: FastifyServerOptions['
         },
     // One line per request, written by the observability plugin with what an operator needs and nothing secret.
     logController: new LogController({ disableRequestLogging: true }),
-    // request.log binds the request id, and is made only for a request that logs more than its access line.
-    ...(logger === false ? {} : { childLoggerFactory: requestLoggerFactory }),
     bodyLimit: config.bodyLimit,
     // Off on purpose: with it set, Fastify takes any X-Request-Id as-is; the requestId plugin keeps only well-formed ones.
     requestIdHeader: false,
