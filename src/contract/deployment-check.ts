@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
-import { ConformanceError, escapePointer, resolveRef, ResponseChecker, type Operation } from './response-check.js'
+import { attempt, ConformanceError, escapePointer, resolveRef, ResponseChecker, type Operation } from './response-check.js'
 import { RawConnection, send, Unexpected, type Answer, type Target } from './wire.js'
 
 /*
@@ -44,25 +44,24 @@ export const NAME_PREFIX = 'conformance-check-'
 class Skipped extends Error {}
 
 /** The first request that carried the key was answered 401 or 403: every check that needs it would fail the same way, so the run ends. */
-export class KeyRefused extends Error {
-  constructor (readonly where: string) {
-    super(`the deployment refused the key: ${where}`)
-  }
-}
+export class KeyRefused extends Error {}
 
 const lower = (h: Answer['headers'], name: string): string | undefined => {
   const v = h[name.toLowerCase()]
   return Array.isArray(v) ? v.join(', ') : v
 }
 
+/** An answer not as expected: `where` names its request and status. */
+const unexpected = (res: Answer, expected: string, got: string): Unexpected => new Unexpected(expected, got, `${res.method} ${res.url} → ${res.status}`)
+
 /** The first pointer at which two JSON values differ. */
 function firstDifference (a: unknown, b: unknown, at = ''): string | undefined {
   if (isDeepStrictEqual(a, b)) return undefined
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return at === '' ? '/' : at
-  const keys = new Set([...Object.keys(a), ...Object.keys(b)])
-  for (const k of keys) {
-    const d = firstDifference((a as Json)[k], (b as Json)[k], `${at}/${escapePointer(k)}`)
-    if (d !== undefined) return d
+  if (typeof a === 'object' && typeof b === 'object' && a !== null && b !== null && Array.isArray(a) === Array.isArray(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const d = firstDifference((a as Json)[k], (b as Json)[k], `${at}/${escapePointer(k)}`)
+      if (d !== undefined) return d
+    }
   }
   return at === '' ? '/' : at
 }
@@ -88,26 +87,22 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
 
   // The document: served at /openapi.json, compared with the one this CLI ships.
   let document = opts.shipped
-  let unreachable = false
+  const answer = await send(target, 'GET', '/openapi.json', { accept: 'application/json' }).catch((err: Error) => err)
   await run('document', async () => {
-    const res = await send(target, 'GET', '/openapi.json', { accept: 'application/json' }).catch((err: Error) => {
-      unreachable = true
-      throw new Unexpected('an answer', err.message, `GET ${new URL('/openapi.json', target.base).href}`)
-    })
-    const where = `GET /openapi.json → ${res.status}`
-    if (res.status !== 200) throw new Unexpected('200 with the OpenAPI document', `${res.status}`, where)
-    const type = lower(res.headers, 'content-type')?.split(';')[0]?.trim()
-    if (type !== 'application/json') throw new Unexpected('Content-Type application/json', String(type), where)
-    const served = parseJson(res.body)
-    if (served === undefined) throw new Unexpected('a JSON document', `${JSON.stringify(res.body.slice(0, 60))}`, where)
-    if (typeof served?.openapi !== 'string' || typeof served.paths !== 'object') throw new Unexpected('an OpenAPI document', 'JSON without openapi and paths', where)
+    if (answer instanceof Error) throw new Unexpected('an answer', answer.message, `GET ${new URL('/openapi.json', target.base).href}`)
+    if (answer.status !== 200) throw unexpected(answer, '200 with the OpenAPI document', `${answer.status}`)
+    const type = lower(answer.headers, 'content-type')?.split(';')[0]?.trim()
+    if (type !== 'application/json') throw unexpected(answer, 'Content-Type application/json', String(type))
+    const served = attempt((): Json | null => JSON.parse(answer.body))
+    if (served === undefined) throw unexpected(answer, 'a JSON document', `${JSON.stringify(answer.body.slice(0, 60))}`)
+    if (typeof served?.openapi !== 'string' || typeof served.paths !== 'object') throw unexpected(answer, 'an OpenAPI document', 'JSON without openapi and paths')
     document = served
     const differs = firstDifference(served, opts.shipped)
-    if (differs !== undefined) throw new Unexpected(`the document this CLI ships (info.version ${String(opts.shipped.info?.version)})`, `one that differs at ${differs} (info.version ${String(served.info?.version)}); the served document's promises are checked`, where)
+    if (differs !== undefined) throw unexpected(answer, `the document this CLI ships (info.version ${String(opts.shipped.info?.version)})`, `one that differs at ${differs} (info.version ${String(served.info?.version)}); the served document's promises are checked`)
   })
 
   // Nothing answers there: every other check would say the same.
-  if (unreachable) return results
+  if (answer instanceof Error) return results
 
   const checker = new ResponseChecker(document, { source: 'the served document', refuseUndocumentedHeaders: false })
   const ops = checker.operations
@@ -122,12 +117,11 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   /** A request whose answer is checked against the document, then against `expected` statuses. */
   const call = async (method: string, url: string, headers: Record<string, string>, expected: number[], body?: string | Buffer, describe?: string): Promise<Answer> => {
     const res = await send(target, method, url, { 'x-request-id': requestId(), ...headers }, body)
-    const where = `${method} ${url} → ${res.status}`
     if (!keyTried && headers.authorization !== undefined) {
       keyTried = true
-      if (res.status === 401 || res.status === 403) throw new KeyRefused(`${where}${errorCode(res)}`)
+      if (res.status === 401 || res.status === 403) throw new KeyRefused(`the deployment refused the key: ${method} ${url} → ${res.status}${errorCode(res)}`)
     }
-    if (!expected.includes(res.status)) throw new Unexpected(describe ?? `status ${expected.join(' or ')}`, `${res.status}${errorCode(res)}`, where)
+    if (!expected.includes(res.status)) throw unexpected(res, describe ?? `status ${expected.join(' or ')}`, `${res.status}${errorCode(res)}`)
     checker.check(res)
     return res
   }
@@ -148,27 +142,28 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
     const schema = resolveRef(document, createOp.op.requestBody.content[media].schema as Json)
     const newPet = { ...((schema.examples as Json[] | undefined)?.[0] ?? {}), name }
     const idempotency = params(createOp).find(p => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
-    const keyHeader: Record<string, string> = idempotency === undefined ? {} : { 'idempotency-key': `${NAME_PREFIX}${runId}` }
     const created = success(createOp.op)
+    // The same request each time: with an Idempotency-Key, the second is a replay of the first.
+    const create = async (): Promise<Answer> => await call('POST', createOp.path, { ...auth, 'content-type': media, ...(idempotency === undefined ? {} : { 'idempotency-key': `${NAME_PREFIX}${runId}` }) }, [created], JSON.stringify(newPet))
     let first: Answer | undefined
     await run(`${id} ${created}`, async () => {
-      first = await call('POST', createOp.path, { ...auth, 'content-type': media, ...keyHeader }, [created], JSON.stringify(newPet))
+      first = await create()
       const body = JSON.parse(first.body) as Json
       for (const [k, v] of Object.entries(newPet)) {
-        if (!isDeepStrictEqual(body[k], v)) throw new Unexpected(`${k} ${JSON.stringify(v)} as sent`, JSON.stringify(body[k]), `POST ${createOp.path} → ${first.status}`)
+        if (!isDeepStrictEqual(body[k], v)) throw unexpected(first, `${k} ${JSON.stringify(v)} as sent`, JSON.stringify(body[k]))
       }
     })
     if (first !== undefined) {
       const location = lower(first.headers, 'location')
       const createdBody = JSON.parse(first.body) as Json
       await run(`${id} Location readable`, async () => {
-        if (location === undefined) throw new Unexpected('a Location header', 'none', `POST ${createOp.path} → ${first!.status}`)
+        if (location === undefined) throw unexpected(first!, 'a Location header', 'none')
         const read = await call('GET', new URL(location, target.base).pathname, auth, [200])
         if (!isDeepStrictEqual(JSON.parse(read.body), createdBody)) throw new Unexpected(`the created pet ${JSON.stringify(createdBody)}`, read.body.slice(0, 200), `GET ${location} → 200`)
       })
       if (idempotency !== undefined) {
         await run(`${id} Idempotency-Key replay`, async () => {
-          const again = await call('POST', createOp.path, { ...auth, 'content-type': media, ...keyHeader }, [created], JSON.stringify(newPet))
+          const again = await create()
           const where = `POST ${createOp.path} (same Idempotency-Key) → ${again.status}`
           if (lower(again.headers, 'idempotent-replayed') !== 'true') throw new Unexpected('Idempotent-Replayed: true', String(lower(again.headers, 'idempotent-replayed') ?? 'no such header'), where)
           if (!isDeepStrictEqual(JSON.parse(again.body), createdBody)) throw new Unexpected(`the first answer's body ${first!.body.slice(0, 120)}`, again.body.slice(0, 120), where)
@@ -199,7 +194,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const url = `${listOp.path}?limit=${pageSize}`
         const res = await call('GET', url, auth, [200])
         const n = (JSON.parse(res.body) as Json[]).length
-        if (n > pageSize) throw new Unexpected(`at most ${pageSize} items`, `${n}`, `GET ${url} → 200`)
+        if (n > pageSize) throw unexpected(res, `at most ${pageSize} items`, `${n}`)
       })
     }
     for (const filter of listParams.filter(p => p.in === 'query' && Array.isArray(p.schema?.enum))) {
@@ -208,7 +203,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
           const url = `${listOp.path}?${String(filter.name)}=${encodeURIComponent(value)}`
           const res = await call('GET', url, auth, [200])
           const other = (JSON.parse(res.body) as Json[]).find(p => filter.name in p && p[filter.name] !== value)
-          if (other !== undefined) throw new Unexpected(`only items with ${String(filter.name)} ${value}`, JSON.stringify(other).slice(0, 200), `GET ${url} → 200`)
+          if (other !== undefined) throw unexpected(res, `only items with ${String(filter.name)} ${value}`, JSON.stringify(other).slice(0, 200))
         })
       }
     }
@@ -219,14 +214,14 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
         const res = await call('GET', url, auth, [200])
         for (const pet of JSON.parse(res.body) as Json[]) {
           const pid = String(pet.id)
-          if (seen.has(pid)) throw new Unexpected('each item once across the pages', `id ${pid} again`, `GET ${url} → 200`)
+          if (seen.has(pid)) throw unexpected(res, 'each item once across the pages', `id ${pid} again`)
           seen.add(pid)
           if (!listed.includes(pid)) listed.push(pid)
         }
         const next = /<([^>]*)>;\s*rel="next"/.exec(lower(res.headers, 'link') ?? '')?.[1]
         if (next === undefined) break
         const nextUrl = new URL(next, new URL(url, target.base))
-        if (nextUrl.origin !== new URL(target.base).origin && !next.startsWith('/')) throw new Unexpected('a next link on this deployment', next, `GET ${url} → 200`)
+        if (nextUrl.origin !== new URL(target.base).origin && !next.startsWith('/')) throw unexpected(res, 'a next link on this deployment', next)
         url = nextUrl.pathname + nextUrl.search
       }
     })
@@ -241,7 +236,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       if (petId === undefined) throw new Skipped(`the deployment lists no item to read${opts.write ? '' : ' (--write creates one)'}`)
       const res = await call('GET', itemPath(petId), auth, [success(itemOp.op)])
       const body = JSON.parse(res.body) as Json
-      if (String(body.id) !== petId) throw new Unexpected(`the item with id ${petId}`, res.body.slice(0, 200), `GET ${itemPath(petId)} → ${res.status}`)
+      if (String(body.id) !== petId) throw unexpected(res, `the item with id ${petId}`, res.body.slice(0, 200))
     })
     if ('404' in itemOp.op.responses) await run(`${id} missing id`, async () => { await call('GET', itemPath(missing), auth, [404]) })
     if (itemOp.op.deprecated === true) {
@@ -249,10 +244,10 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       // Sunset, the successor Link): checked on each answer above; here the 404 again, by name.
       await run(`${id} deprecation headers`, async () => {
         const res = await send(target, 'GET', itemPath(missing), auth)
-        const response = (itemOp.op.responses[String(res.status)] ?? {}) as Json
-        const required = Object.entries((response.headers ?? {}) as Json).filter(([name, h]) => resolveRef(document, h as Json).required === true && !['x-request-id'].includes(name.toLowerCase()))
+        const response = resolveRef(document, (itemOp.op.responses[String(res.status)] ?? {}) as Json)
+        const required = Object.entries((response.headers ?? {}) as Json).filter(([name, h]) => resolveRef(document, h as Json).required === true && name.toLowerCase() !== 'x-request-id')
         for (const [name] of required) {
-          if (lower(res.headers, name) === undefined) throw new Unexpected(`header ${name} (the document requires it on this deprecated operation)`, 'no such header', `GET ${itemPath(missing)} → ${res.status}`)
+          if (lower(res.headers, name) === undefined) throw unexpected(res, `header ${name} (the document requires it on this deprecated operation)`, 'no such header')
         }
       })
     }
@@ -266,10 +261,10 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       if (url === undefined) throw new Skipped('no item to read')
       const first = await call('GET', url, auth, [success(o.op)])
       const etag = lower(first.headers, 'etag')
-      if (etag === undefined) throw new Unexpected('an ETag header', 'none', `GET ${url} → ${first.status}`)
+      if (etag === undefined) throw unexpected(first, 'an ETag header', 'none')
       const again = await call('GET', url, { ...auth, 'if-none-match': etag }, [304])
-      if (again.body !== '') throw new Unexpected('no body with 304', `${again.body.length} bytes`, `GET ${url} → 304`)
-      if (lower(again.headers, 'etag') !== etag) throw new Unexpected(`ETag ${etag}`, String(lower(again.headers, 'etag')), `GET ${url} → 304`)
+      if (again.body !== '') throw unexpected(again, 'no body with 304', `${again.body.length} bytes`)
+      if (lower(again.headers, 'etag') !== etag) throw unexpected(again, `ETag ${etag}`, String(lower(again.headers, 'etag')))
     })
   }
 
@@ -294,16 +289,16 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   // A method the path does not have: 405 with Allow naming the ones it has.
   const unrouted = (document['x-unrouted-requests']?.responses ?? {}) as Json
   if ('405' in unrouted) {
-    for (const template of new Set(ops.map(o => o.template))) {
-      const path = ops.find(o => o.template === template)!.path.replace(/\{[^}]+\}/g, listed[0] ?? '1')
-      const has = ops.filter(o => o.template === template).map(o => o.method)
+    for (const [template, same] of Map.groupBy(ops, o => o.template)) {
+      const path = same[0]!.path.replace(/\{[^}]+\}/g, listed[0] ?? '1')
+      const has = same.map(o => o.method)
       const other = ['DELETE', 'PUT', 'PATCH'].find(m => !has.includes(m))
       if (other === undefined) continue
       await run(`${other} ${template} → 405`, async () => {
         const res = await call(other, path, auth, [405])
         const allow = (lower(res.headers, 'allow') ?? '').split(',').map(s => s.trim())
         const missingMethods = [...has, ...(has.includes('GET') ? ['HEAD'] : [])].filter(m => !allow.includes(m))
-        if (missingMethods.length > 0) throw new Unexpected(`Allow naming ${has.join(', ')}`, `Allow: ${lower(res.headers, 'allow') ?? '(none)'}`, `${other} ${path} → 405`)
+        if (missingMethods.length > 0) throw unexpected(res, `Allow naming ${has.join(', ')}`, `Allow: ${lower(res.headers, 'allow') ?? '(none)'}`)
       })
     }
   }
@@ -330,7 +325,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       const sent = `${NAME_PREFIX}${runId}-echo`
       const res = await send(target, 'GET', listOp.path, { ...auth, 'x-request-id': sent })
       const got = lower(res.headers, 'x-request-id')
-      if (got !== sent) throw new Unexpected(`X-Request-Id: ${sent} (the client's own id, echoed)`, got === undefined ? 'no X-Request-Id' : `X-Request-Id: ${got}`, `GET ${listOp.path} → ${res.status}`)
+      if (got !== sent) throw unexpected(res, `X-Request-Id: ${sent} (the client's own id, echoed)`, got === undefined ? 'no X-Request-Id' : `X-Request-Id: ${got}`)
     })
     const documented = Object.keys((listOp.op.responses['200']?.headers ?? {}) as Json)
     const pair = ['RateLimit', 'RateLimit-Policy'].filter(h => documented.includes(h))
@@ -338,10 +333,10 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
       await run('RateLimit headers', async () => {
         // Rate limits may be turned off; when on, both headers come on every answer to a key.
         const answers = [await send(target, 'GET', listOp.path, auth), await send(target, 'GET', `${listOp.path}?limit=1`, auth)]
-        const has = answers.map(a => pair.map(h => lower(a.headers, h) !== undefined))
-        const any = has.some(h => h.some(Boolean))
-        for (const [i, h] of has.entries()) {
-          if (any && !h.every(Boolean)) throw new Unexpected(`${pair.join(' and ')} on every answer once one carries them`, `${pair.filter((_, j) => !h[j]).join(', ')} missing`, `GET ${listOp.path} (answer ${i + 1}) → ${answers[i]!.status}`)
+        const any = answers.some(a => pair.some(h => lower(a.headers, h) !== undefined))
+        for (const [i, a] of answers.entries()) {
+          const absent = pair.filter(h => lower(a.headers, h) === undefined)
+          if (any && absent.length > 0) throw new Unexpected(`${pair.join(' and ')} on every answer once one carries them`, `${absent.join(', ')} missing`, `GET ${listOp.path} (answer ${i + 1}) → ${a.status}`)
         }
         for (const a of answers) {
           const rl = lower(a.headers, 'ratelimit')
@@ -369,7 +364,7 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
           } else {
             if (res.framing === 'close') throw new Unexpected('Content-Length or chunked framing (the connection kept open)', 'a body delimited by closing the connection', where)
             const type = res.headers.get('content-type')?.split(';')[0]?.trim()
-            if (type === 'application/json' && parseJson(res.body.toString('utf8')) === undefined) {
+            if (type === 'application/json' && attempt(() => JSON.parse(res.body.toString('utf8'))) === undefined) {
               throw new Unexpected(`a complete JSON body (${res.framing})`, `${res.body.length} bytes that do not parse`, where)
             }
           }
@@ -388,10 +383,9 @@ export async function checkDeployment (opts: CheckOptions): Promise<CheckResult[
   return results
 }
 
-/** The success status the document lists for an operation (the lowest 2xx). */
+/** The success status the document lists for an operation: its lowest 2xx (an object's integer-like keys come in ascending order). */
 function success (op: Json): number {
-  const codes = Object.keys(op.responses as Json).filter(s => /^2\d\d$/.test(s)).map(Number).sort((a, b) => a - b)
-  return codes[0] ?? 200
+  return Number(Object.keys(op.responses as Json).find(s => /^2\d\d$/.test(s)) ?? 200)
 }
 
 /** A 2xx the document lists; for an operation without one (not implemented yet), a documented answer that is not a server failure. */
@@ -420,16 +414,7 @@ function missingId (schema: Json, taken: Set<string>): string {
   return String(id)
 }
 
-/** The value a JSON text holds (null for null); undefined when it does not parse. */
-function parseJson (text: string): Json | null | undefined {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-
 function errorCode (res: Answer): string {
-  const code = parseJson(res.body)?.code
+  const code = attempt((): Json | null => JSON.parse(res.body))?.code
   return typeof code === 'string' ? ` (${code})` : ''
 }

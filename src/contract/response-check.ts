@@ -79,7 +79,7 @@ export class ResponseChecker {
     const method = res.method === 'HEAD' ? 'GET' : res.method
     // A path that does not percent-decode is routed again with each % escaped (routeBadUrls in
     // src/plugins/errors.ts): it gets the answer, and the headers, of the operation it then addresses.
-    const routed = decodes(path) ? path : path.replaceAll('%', '%25')
+    const routed = attempt(() => decodeURIComponent(path)) !== undefined ? path : path.replaceAll('%', '%25')
     const found = this.operations.find(o => o.method === method && o.pattern.test(routed))
     const headers = new Map(Object.entries(res.headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v)]))
     const seen: Seen = {
@@ -196,12 +196,12 @@ export function resolveRef (document: Json, node: Json): Json {
   return resolveRef(document, target)
 }
 
-function decodes (path: string): boolean {
+/** What `f` returns; undefined when it throws (a JSON text that does not parse, a path that does not percent-decode). */
+export function attempt<T> (f: () => T): T | undefined {
   try {
-    decodeURIComponent(path)
-    return true
+    return f()
   } catch {
-    return false
+    return undefined
   }
 }
 
