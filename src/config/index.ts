@@ -113,10 +113,11 @@ function parseTrustProxy (value: string): string[] | false {
   const items = parseList(value)
   if (items.length === 0) return false
   for (const item of items) {
-    const [addr, bits, extra] = item.split('/')
-    const ok = (isIP(addr ?? '') !== 0 || ['loopback', 'linklocal', 'uniquelocal'].includes(item)) &&
-      extra === undefined && (bits === undefined || /^\d{1,3}$/.test(bits))
-    if (!ok) throw new ConfigError(`TRUST_PROXY: '${item}' is not an IP address, CIDR, or one of loopback, linklocal, uniquelocal`)
+    const [addr = '', bits, extra] = item.split('/')
+    // A prefix as Fastify's proxy-addr takes it: 1 to 32 bits for IPv4, 1 to 128 for IPv6.
+    const prefixOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) >= 1 && Number(bits) <= (isIP(addr) === 4 ? 32 : 128))
+    const ok = (isIP(addr) !== 0 || ['loopback', 'linklocal', 'uniquelocal'].includes(item)) && extra === undefined && prefixOk
+    if (!ok) throw new ConfigError(`TRUST_PROXY: '${item}' is not an IP address, CIDR (prefix 1-32 bits for IPv4, 1-128 for IPv6), or one of loopback, linklocal, uniquelocal`)
   }
   return items
 }
