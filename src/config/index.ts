@@ -160,22 +160,15 @@ function firstKeyFile (value: string | undefined, db: DatabaseLocation, cwd: str
  */
 export const RENAMED_SETTINGS: Readonly<Record<string, string>> = { SHUTDOWN_DELAY_MS: 'SHUTDOWN_DRAIN_MS' }
 
-function withRenamedSettings (env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv, renamedSettings: Array<readonly [string, string]> } {
-  const out = { ...env }
-  const renamedSettings: Array<readonly [string, string]> = []
-  for (const [old, now] of Object.entries(RENAMED_SETTINGS)) {
-    if (env[old] === undefined) continue
-    if (env[now] !== undefined) throw new ConfigError(`${old}: renamed ${now}, which is set too; set only ${now}`)
-    out[now] = env[old]
-    delete out[old]
-    renamedSettings.push([old, now])
-  }
-  return { env: out, renamedSettings }
-}
-
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()) {
-  const { env, renamedSettings } = withRenamedSettings(given)
+  // An old name set is read as its new one (the schema knows only the new names).
+  const renamedSettings = Object.entries(RENAMED_SETTINGS).filter(([old]) => given[old] !== undefined)
+  const env = { ...given }
+  for (const [old, now] of renamedSettings) {
+    if (env[now] !== undefined) throw new ConfigError(`${old}: renamed ${now}, which is set too; set only ${now}`)
+    env[now] = env[old]
+  }
   const { values, errors } = checkEnv(EnvSchema, env)
   if (errors.length > 0) {
     // A bad value given under an old name is named as the user wrote it.
