@@ -141,8 +141,7 @@ function parseMetrics (port: string, host: string): { port: number, host: string
 function parseBaseUrl (name: string, value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined
   const url = URL.parse(value)
-  if (url === null) throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1, such as https://api.example.org/v1`)
-  if (!/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search !== '' || url.hash !== '') {
+  if (url === null || !/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search !== '' || url.hash !== '') {
     throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1 (no trailing slash, query or fragment), such as https://api.example.org/v1`)
   }
   return `${url.origin}${url.pathname}`

@@ -71,7 +71,7 @@ const STATUS_TEXT: Record<number, string> = {
 }
 
 /** Headers an error of this status always carries, wherever it comes from. */
-function headersFor (status: number): HeaderMap {
+export function headersFor (status: number): HeaderMap {
   if (status === 401 || status === 403) return { 'WWW-Authenticate': Headers.wwwAuthenticate }
   if (status === 503 || status === 429) return { 'Retry-After': Headers.retryAfter }
   return {}
