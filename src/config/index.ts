@@ -113,10 +113,11 @@ function parseTrustProxy (value: string): string[] | false {
   const items = parseList(value)
   if (items.length === 0) return false
   for (const item of items) {
-    const [addr, bits, extra] = item.split('/')
-    const ok = (isIP(addr ?? '') !== 0 || ['loopback', 'linklocal', 'uniquelocal'].includes(item)) &&
-      extra === undefined && (bits === undefined || /^\d{1,3}$/.test(bits))
-    if (!ok) throw new ConfigError(`TRUST_PROXY: '${item}' is not an IP address, CIDR, or one of loopback, linklocal, uniquelocal`)
+    const [addr = '', bits, extra] = item.split('/')
+    // A prefix as Fastify's proxy-addr takes it: 1 to 32 bits for IPv4, 1 to 128 for IPv6.
+    const prefixOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) >= 1 && Number(bits) <= (isIP(addr) === 4 ? 32 : 128))
+    const ok = (isIP(addr) !== 0 || ['loopback', 'linklocal', 'uniquelocal'].includes(item)) && extra === undefined && prefixOk
+    if (!ok) throw new ConfigError(`TRUST_PROXY: '${item}' is not an IP address, CIDR (prefix 1-32 bits for IPv4, 1-128 for IPv6), or one of loopback, linklocal, uniquelocal`)
   }
   return items
 }
@@ -140,8 +141,7 @@ function parseMetrics (port: string, host: string): { port: number, host: string
 function parseBaseUrl (name: string, value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined
   const url = URL.parse(value)
-  if (url === null) throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1, such as https://api.example.org/v1`)
-  if (!/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search !== '' || url.hash !== '') {
+  if (url === null || !/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search !== '' || url.hash !== '') {
     throw new ConfigError(`${name}: must be an absolute http(s) URL ending in /v1 (no trailing slash, query or fragment), such as https://api.example.org/v1`)
   }
   return `${url.origin}${url.pathname}`
@@ -159,22 +159,15 @@ function firstKeyFile (value: string | undefined, db: DatabaseLocation, cwd: str
  */
 export const RENAMED_SETTINGS: Readonly<Record<string, string>> = { SHUTDOWN_DELAY_MS: 'SHUTDOWN_DRAIN_MS' }
 
-function withRenamedSettings (env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv, renamedSettings: Array<readonly [string, string]> } {
-  const out = { ...env }
-  const renamedSettings: Array<readonly [string, string]> = []
-  for (const [old, now] of Object.entries(RENAMED_SETTINGS)) {
-    if (env[old] === undefined) continue
-    if (env[now] !== undefined) throw new ConfigError(`${old}: renamed ${now}, which is set too; set only ${now}`)
-    out[now] = env[old]
-    delete out[old]
-    renamedSettings.push([old, now])
-  }
-  return { env: out, renamedSettings }
-}
-
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig (given: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()) {
-  const { env, renamedSettings } = withRenamedSettings(given)
+  // An old name set is read as its new one (the schema knows only the new names).
+  const renamedSettings = Object.entries(RENAMED_SETTINGS).filter(([old]) => given[old] !== undefined)
+  const env = { ...given }
+  for (const [old, now] of renamedSettings) {
+    if (env[now] !== undefined) throw new ConfigError(`${old}: renamed ${now}, which is set too; set only ${now}`)
+    env[now] = env[old]
+  }
   const { values, errors } = checkEnv(EnvSchema, env)
   if (errors.length > 0) {
     // A bad value given under an old name is named as the user wrote it.

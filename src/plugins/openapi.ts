@@ -49,19 +49,17 @@ function shareHeaders (document: Json): Json {
   const maps = operations(document)
     .flatMap(op => Object.values((op.responses ?? {}) as Record<string, Json>))
     .map(response => (response.headers ?? {}) as Record<string, Json>)
+  const uses = maps.flatMap(headers => Object.entries(headers))
+  for (const [, h] of uses) {
+    const { 'x-required': required, example, ...schema } = h.schema as Json
+    h.schema = schema
+    if (required === true) h.required = true
+    if (example !== undefined) h.example = example
+  }
   const shared: Record<string, Json> = {}
-  for (const [name, uses] of Map.groupBy(maps.flatMap(headers => Object.entries(headers)), ([name]) => name)) {
-    for (const [, h] of uses) {
-      const schema = h.schema as Json
-      if (schema['x-required'] === true) h.required = true
-      delete schema['x-required']
-      if (schema.example !== undefined) {
-        h.example = schema.example
-        delete schema.example
-      }
-    }
-    const text = JSON.stringify(uses[0]![1])
-    if (uses.every(([, h]) => JSON.stringify(h) === text)) shared[name] = uses[0]![1]
+  for (const [name, same] of Map.groupBy(uses, ([name]) => name)) {
+    const text = JSON.stringify(same[0]![1])
+    if (same.every(([, h]) => JSON.stringify(h) === text)) shared[name] = same[0]![1]
   }
   for (const headers of maps) {
     for (const name of Object.keys(headers)) {

@@ -6,16 +6,9 @@ import { ErrorSchema, Ref } from './common.js'
 // document), so a route's `response` map is the one description of what it answers.
 
 /** `x-required`: every such response carries it (the OpenAPI plugin makes it `required: true`). */
-export interface HeaderSchema {
-  type: 'string'
-  description: string
-  pattern?: string
-  example?: string
-  'x-required'?: boolean
-}
-
-const header = (description: string, extra: Omit<HeaderSchema, 'type' | 'description'> = {}): HeaderSchema =>
-  ({ type: 'string', description, ...extra })
+const header = (description: string, extra: { pattern?: string, example?: string, 'x-required'?: boolean } = {}) =>
+  ({ type: 'string' as const, description, ...extra })
+type HeaderMap = Record<string, ReturnType<typeof header>>
 
 export const Headers = {
   requestId: header('Id of this request, as logged: the client\'s own `X-Request-Id` (1–128 of `A-Za-z0-9._:-`), else a UUID.', { pattern: '^[A-Za-z0-9._:-]{1,128}$', 'x-required': true }),
@@ -39,15 +32,13 @@ export const Headers = {
 /** Present on /v1 answers while rate limits are on (RATE_LIMIT_MAX, RATE_LIMIT_ANON_MAX). */
 export const RateLimitHeaders = { RateLimit: Headers.rateLimit, 'RateLimit-Policy': Headers.rateLimitPolicy }
 
-export function notModified (headers: Record<string, HeaderSchema> = {}): object {
+export function notModified (headers: HeaderMap = {}): object {
   return {
     description: 'Not modified: `If-None-Match` names the current ETag; no body.',
     headers: { 'X-Request-Id': Headers.requestId, ETag: Headers.etagNotModified, ...headers },
     type: 'null'
   }
 }
-
-type HeaderMap = Record<string, HeaderSchema>
 
 export function jsonResponse (description: string, schema: TSchema, headers: HeaderMap = {}): object {
   return {
@@ -80,7 +71,7 @@ const STATUS_TEXT: Record<number, string> = {
 }
 
 /** Headers an error of this status always carries, wherever it comes from. */
-function headersFor (status: number): HeaderMap {
+export function headersFor (status: number): HeaderMap {
   if (status === 401 || status === 403) return { 'WWW-Authenticate': Headers.wwwAuthenticate }
   if (status === 503 || status === 429) return { 'Retry-After': Headers.retryAfter }
   return {}

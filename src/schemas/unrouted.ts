@@ -1,4 +1,4 @@
-import { AUTHENTICATION_CODES, codesByStatus, EDGE_CODES } from './responses.js'
+import { AUTHENTICATION_CODES, codesByStatus, EDGE_CODES, headersFor } from './responses.js'
 import { ERROR_CODES, type ErrorCode } from '../errors.js'
 
 type Json = Record<string, unknown>
@@ -10,11 +10,10 @@ const errorContent = { 'application/json': { schema: { $ref: '#/components/schem
 const UNROUTED_CODES: ErrorCode[] = [...EDGE_CODES, 'invalid_parameter', ...AUTHENTICATION_CODES, 'not_found', 'method_not_allowed']
 
 function errorResponse (status: number, codes: ErrorCode[]): Json {
-  const headers: Json = { 'X-Request-Id': header('X-Request-Id') }
-  if (status === 401) headers['WWW-Authenticate'] = header('WWW-Authenticate')
-  if (status === 429 || status === 503) headers['Retry-After'] = header('Retry-After')
-  // Under /v1 every answer after authentication counts against the key's limit and says so.
-  Object.assign(headers, { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimit-Policy') })
+  // The headers an operation's error of this status carries; under /v1 every answer after
+  // authentication counts against the key's limit and says so.
+  const names = ['X-Request-Id', ...Object.keys(headersFor(status)), 'RateLimit', 'RateLimit-Policy']
+  const headers: Json = Object.fromEntries(names.map(name => [name, header(name)]))
   if (status === 405) {
     headers.Allow = {
       description: 'The methods the path has (RFC 9110 §10.2.1), comma-separated; HEAD wherever GET is.',

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import Fastify from 'fastify'
 import { ConfigError, loadConfig, PROJECT_ROOT } from '../../src/config/index.js'
 import { onCleanup } from '../helpers/cleanup.js'
 
@@ -116,6 +117,8 @@ describe('operations settings', () => {
       ['REDIS_URL', 'localhost:6379'], ['REDIS_URL', 'http://x'], ['METRICS_PORT', '70000'], ['METRICS_PORT', 'on'],
       ['METRICS_HOST', ''], ['CORS_ORIGINS', 'https://a.example/'], ['CORS_ORIGINS', '*'], ['CORS_ORIGINS', 'a.example'],
       ['TRUST_PROXY', 'everyone'], ['TRUST_PROXY', '10.0.0.0/8/1'], ['EVENT_LOOP_MAX_DELAY_MS', '-5'],
+      // Prefixes Fastify's proxy-addr refuses at start, with a line that does not name the variable.
+      ['TRUST_PROXY', '10.0.0.0/33'], ['TRUST_PROXY', '::1/129'], ['TRUST_PROXY', '10.0.0.0/0'],
       ['IDEMPOTENCY_TTL_HOURS', '1'], ['HEADERS_TIMEOUT_MS', '10'], ['HEADERS_TIMEOUT_MS', '60000']
     ]
     for (const [name, value] of bad) {
@@ -127,6 +130,24 @@ describe('operations settings', () => {
         })
       })
     }
+  })
+})
+
+describe('TRUST_PROXY', () => {
+  it('accepts what Fastify accepts at start, and refuses the rest itself, naming the variable', () => {
+    const values = ['10.0.0.0/32', '10.0.0.0/1', '::1/128', '::ffff:10.0.0.1/128', 'fe80::/10', 'loopback,192.168.0.1',
+      '10.0.0.0/33', '::1/129', '10.0.0.0/0', '::/0', '10.0.0.0/1000']
+    for (const value of values) {
+      let trustProxy: string[] | false
+      try {
+        trustProxy = loadConfig({ TRUST_PROXY: value }, '/x').trustProxy
+      } catch (err) {
+        assert.ok(err instanceof ConfigError && err.message.startsWith('TRUST_PROXY: '), `${value}: ${String(err)}`)
+        continue
+      }
+      assert.doesNotThrow(() => Fastify({ trustProxy }), value)
+    }
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/32, ::1/128' }, '/x').trustProxy, ['10.0.0.0/32', '::1/128'])
   })
 })
 
