@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import type { Writable } from 'node:stream'
-import type { Progress, TransferReader, TransferWriter } from '../../store/transfer/contract.js'
+import type { Progress, TransferWriter } from '../../store/transfer/contract.js'
+import type { TransferReader } from '../../store/transfer/reader.js'
 import {
   COUNT_NAMES, COUNT_OF, type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
 } from './format.js'
@@ -118,7 +119,7 @@ export async function importExport (lines: AsyncGenerator<Line>, writer: Transfe
       throw new Error(`the target store is not empty (${describe(existing)}); import into an empty store, or pass --into-nonempty to add to it`)
     }
     opts.progress.start(total(file.header.counts), 'records')
-    await feed(file.records, async (r) => { await writer.write(r, r.line, empty) }, opts.progress)
+    await feed(file.records, async (r) => { await writer.write(r, empty) }, opts.progress)
   })
   return { kind: writer.kind, source: file.header.source, counts: file.header.counts, petsSha256: file.petsSha256(), intoNonempty: !empty }
 }
@@ -133,7 +134,7 @@ export async function copyStore (reader: TransferReader, writer: TransferWriter,
     opts.progress.start(total(counts), 'records')
     await feed(allRecords(reader), async (r) => {
       if (r.type === 'pet') digest.add(r)
-      await writer.write(r, undefined, true)
+      await writer.write(r, true)
     }, opts.progress)
     await reader.end()
   })

@@ -1,5 +1,4 @@
 import { KEY_EXPORT_COLUMNS, type KeyExportRow, type PetRow, toKeyRecordLine, toPet } from '../rows.js'
-import type { TransferReader } from './contract.js'
 import type { ApiKeyRecordLine, Counts, IdempotencyRecord, PetRecord, SettingRecord } from './records.js'
 
 /** A read transaction on one connection, as one store kind runs it, and the SQL in which the kinds differ. */
@@ -30,15 +29,15 @@ export const toCounts = (r: CountRow): Counts =>
 
 interface IdemRow { api_key_id: bigint, key: string, fingerprint: string, pet_id: bigint, created_at: bigint | Date }
 
-/** The records of one snapshot, read with the same statements from either store. */
-export class SnapshotReader implements TransferReader {
-  readonly kind
+/** One consistent snapshot, streamed section by section, read with the same statements from either store. */
+export class TransferReader {
   private liveSince: unknown
 
-  constructor (private readonly db: Snapshot) {
-    this.kind = db.kind
-  }
+  constructor (private readonly db: Snapshot) {}
 
+  get kind (): Snapshot['kind'] { return this.db.kind }
+
+  /** Idempotency records created before `liveSince` (epoch ms) are expired and left out. */
   async begin (liveSince: number): Promise<Counts> {
     this.liveSince = this.db.time(liveSince)
     await this.db.begin()
