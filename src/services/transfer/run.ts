@@ -49,13 +49,6 @@ export class LineSink {
   }
 }
 
-async function * allRecords (reader: TransferReader): AsyncGenerator<DataRecord> {
-  yield * reader.settings()
-  yield * reader.apiKeys()
-  yield * reader.pets()
-  yield * reader.idempotencyKeys()
-}
-
 /** Streams from one snapshot, so memory stays flat and the header's counts are exactly what follows. */
 export async function exportStore (reader: TransferReader, sink: LineSink, opts: { liveSince: number, now: Date, progress: Progress }): Promise<StoreSummary> {
   const counts = await reader.begin(opts.liveSince)
@@ -63,7 +56,7 @@ export async function exportStore (reader: TransferReader, sink: LineSink, opts:
   await sink.write(headerLine({ format: FORMAT, version: FORMAT_VERSION, source: reader.kind, exportedAt: opts.now.toISOString(), counts }))
   const seen = emptyCounts()
   const digest = new PetDigest()
-  await feed(allRecords(reader), async (r) => {
+  await feed(reader.records(), async (r) => {
     const line = recordLine(r)
     if (r.type === 'pet') digest.addLine(line)
     seen[COUNT_OF[r.type]]++
@@ -132,7 +125,7 @@ export async function copyStore (reader: TransferReader, writer: TransferWriter,
   await committed(writer, opts.progress, async () => {
     if (!isEmpty(existing)) throw new Error(`the target store is not empty (${describe(existing)}); copy only into an empty store`)
     opts.progress.start(total(counts), 'records')
-    await feed(allRecords(reader), async (r) => {
+    await feed(reader.records(), async (r) => {
       if (r.type === 'pet') digest.add(r)
       await writer.write(r, true)
     }, opts.progress)
