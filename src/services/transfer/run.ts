@@ -18,8 +18,7 @@ const total = (c: Counts) => c.settings + c.apiKeys + c.pets + c.idempotencyKeys
 const emptyCounts = (): Counts => ({ settings: 0, apiKeys: 0, pets: 0, idempotencyKeys: 0 })
 
 export class LineSink {
-  private lines: string[] = []
-  private size = 0
+  private pending = ''
   private failed: Error | undefined
 
   constructor (private readonly out: Writable) {
@@ -30,16 +29,14 @@ export class LineSink {
   /** Lines go out in chunks of 64 KiB; a full chunk waits until the stream drains. */
   async write (line: string): Promise<void> {
     this.check()
-    this.lines.push(line)
-    this.size += line.length + 1
-    if (this.size >= 65536) await this.flush()
+    this.pending += line + '\n'
+    if (this.pending.length >= 65536) await this.flush()
   }
 
   async flush (): Promise<void> {
-    if (this.lines.length === 0) return
-    const chunk = this.lines.join('\n') + '\n'
-    this.lines = []
-    this.size = 0
+    if (this.pending === '') return
+    const chunk = this.pending
+    this.pending = ''
     if (!this.out.write(chunk)) await once(this.out, 'drain').catch((err: Error) => { this.failed ??= err })
     this.check()
   }
