@@ -1,6 +1,7 @@
 import type { DatabaseLocation } from '../config/index.js'
 import { pgOptions, type StoreConfig } from './options.js'
-import type { TransferReader, TransferWriter } from './transfer/contract.js'
+import type { TransferWriter } from './transfer/contract.js'
+import type { TransferReader } from './transfer/reader.js'
 
 // Each store's transfer module is loaded only for a location of its kind.
 

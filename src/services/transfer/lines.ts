@@ -9,7 +9,7 @@ export interface Line { no: number, text: string }
  * "\n"-terminated lines numbered from 1, in strict UTF-8. Not node:readline: import must know that the
  * last line ended with "\n" (else the file was cut short) and must refuse invalid UTF-8, not replace it.
  */
-export async function * readLines (input: AsyncIterable<Buffer | string>): AsyncGenerator<Line> {
+export async function * readLines (input: AsyncIterable<Buffer>): AsyncGenerator<Line> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
   const decode = (bytes: Buffer, no: number): string => {
     try {
@@ -22,7 +22,7 @@ export async function * readLines (input: AsyncIterable<Buffer | string>): Async
   let rest = Buffer.alloc(0)
   let no = 0
   for await (const data of input) {
-    const chunk = Buffer.concat([rest, typeof data === 'string' ? Buffer.from(data, 'utf8') : data])
+    const chunk = Buffer.concat([rest, data])
     let start = 0
     for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
       no++

@@ -40,14 +40,6 @@ const Scopes = Type.Array(Type.Unsafe<Scope>({ type: 'string', enum: [...ALL_SCO
 })
 
 const closed = { additionalProperties: false } as const
-const HeaderLine = Type.Object({
-  format: Type.Literal(FORMAT),
-  version: Type.Integer(),
-  source: Type.Unsafe<Header['source']>({ type: 'string', enum: ['sqlite', 'postgres'] }),
-  exportedAt: Time,
-  counts: Type.Object({ settings: Count, apiKeys: Count, pets: Count, idempotencyKeys: Count }, closed)
-}, closed)
-const SettingLine = Type.Object({ type: Type.Literal('setting'), name: Type.String({ minLength: 1 }), value: Type.String() }, closed)
 const ApiKeyLine = Type.Object({
   type: Type.Literal('apiKey'),
   id: KeyId,
@@ -59,18 +51,31 @@ const ApiKeyLine = Type.Object({
   lastUsedAt: NullableTime,
   revokedAt: NullableTime
 }, closed)
-// Version 1 knew no scopes nor expiry: its keys could do everything, for ever.
-const ApiKeyLineV1 = Type.Omit(ApiKeyLine, ['scopes', 'expiresAt'], closed)
-const PetLine = Type.Object({ type: Type.Literal('pet'), ...PetSchema.properties }, closed)
-const IdempotencyKeyLine = Type.Object({
-  type: Type.Literal('idempotencyKey'),
-  apiKeyId: KeyId,
-  key: IdempotencyKey,
-  fingerprint: Hash,
-  petId: PetSchema.properties.id,
-  createdAt: Time
-}, closed)
-const EndLine = Type.Object({ type: Type.Literal('end'), petsSha256: Hash }, closed)
+
+/** Each kind of line: its schema, and its name in a problem. */
+const check = {
+  header: checker('the header', Type.Object({
+    format: Type.Literal(FORMAT),
+    version: Type.Integer(),
+    source: Type.Unsafe<Header['source']>({ type: 'string', enum: ['sqlite', 'postgres'] }),
+    exportedAt: Time,
+    counts: Type.Object({ settings: Count, apiKeys: Count, pets: Count, idempotencyKeys: Count }, closed)
+  }, closed)),
+  setting: checker('setting', Type.Object({ type: Type.Literal('setting'), name: Type.String({ minLength: 1 }), value: Type.String() }, closed)),
+  apiKey: checker('apiKey', ApiKeyLine),
+  // Version 1 knew no scopes nor expiry: its keys could do everything, for ever.
+  apiKeyV1: checker('apiKey', Type.Omit(ApiKeyLine, ['scopes', 'expiresAt'], closed)),
+  pet: checker('pet', Type.Object({ type: Type.Literal('pet'), ...PetSchema.properties }, closed)),
+  idempotencyKey: checker('idempotencyKey', Type.Object({
+    type: Type.Literal('idempotencyKey'),
+    apiKeyId: KeyId,
+    key: IdempotencyKey,
+    fingerprint: Hash,
+    petId: PetSchema.properties.id,
+    createdAt: Time
+  }, closed)),
+  end: checker('the end line', Type.Object({ type: Type.Literal('end'), petsSha256: Hash }, closed))
+}
 
 let ajv: ReturnType<typeof createRequestAjv> | undefined
 
@@ -101,16 +106,6 @@ function checker<T extends TSchema> (what: string, schema: T): (line: Line, o: J
     if (validate(o)) return o as Static<T>
     throw new TransferLineError(line.no, problem(what, schema, validate.errors![0]!))
   }
-}
-
-const check = {
-  header: checker('the header', HeaderLine),
-  setting: checker('setting', SettingLine),
-  apiKey: checker('apiKey', ApiKeyLine),
-  apiKeyV1: checker('apiKey', ApiKeyLineV1),
-  pet: checker('pet', PetLine),
-  idempotencyKey: checker('idempotencyKey', IdempotencyKeyLine),
-  end: checker('the end line', EndLine)
 }
 
 /**

@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import type { Writable } from 'node:stream'
-import type { Progress, TransferReader, TransferWriter } from '../../store/transfer/contract.js'
+import type { Progress, TransferWriter } from '../../store/transfer/contract.js'
+import type { TransferReader } from '../../store/transfer/reader.js'
 import {
   COUNT_NAMES, COUNT_OF, type Counts, type DataRecord, endLine, FORMAT, FORMAT_VERSION, headerLine, PetDigest, recordLine
 } from './format.js'
@@ -17,8 +18,7 @@ const total = (c: Counts) => c.settings + c.apiKeys + c.pets + c.idempotencyKeys
 const emptyCounts = (): Counts => ({ settings: 0, apiKeys: 0, pets: 0, idempotencyKeys: 0 })
 
 export class LineSink {
-  private lines: string[] = []
-  private size = 0
+  private pending = ''
   private failed: Error | undefined
 
   constructor (private readonly out: Writable) {
@@ -29,16 +29,14 @@ export class LineSink {
   /** Lines go out in chunks of 64 KiB; a full chunk waits until the stream drains. */
   async write (line: string): Promise<void> {
     this.check()
-    this.lines.push(line)
-    this.size += line.length + 1
-    if (this.size >= 65536) await this.flush()
+    this.pending += line + '\n'
+    if (this.pending.length >= 65536) await this.flush()
   }
 
   async flush (): Promise<void> {
-    if (this.lines.length === 0) return
-    const chunk = this.lines.join('\n') + '\n'
-    this.lines = []
-    this.size = 0
+    if (this.pending === '') return
+    const chunk = this.pending
+    this.pending = ''
     if (!this.out.write(chunk)) await once(this.out, 'drain').catch((err: Error) => { this.failed ??= err })
     this.check()
   }
@@ -48,13 +46,6 @@ export class LineSink {
   }
 }
 
-async function * allRecords (reader: TransferReader): AsyncGenerator<DataRecord> {
-  yield * reader.settings()
-  yield * reader.apiKeys()
-  yield * reader.pets()
-  yield * reader.idempotencyKeys()
-}
-
 /** Streams from one snapshot, so memory stays flat and the header's counts are exactly what follows. */
 export async function exportStore (reader: TransferReader, sink: LineSink, opts: { liveSince: number, now: Date, progress: Progress }): Promise<StoreSummary> {
   const counts = await reader.begin(opts.liveSince)
@@ -62,7 +53,7 @@ export async function exportStore (reader: TransferReader, sink: LineSink, opts:
   await sink.write(headerLine({ format: FORMAT, version: FORMAT_VERSION, source: reader.kind, exportedAt: opts.now.toISOString(), counts }))
   const seen = emptyCounts()
   const digest = new PetDigest()
-  await feed(allRecords(reader), async (r) => {
+  await feed(reader.records(), async (r) => {
     const line = recordLine(r)
     if (r.type === 'pet') digest.addLine(line)
     seen[COUNT_OF[r.type]]++
@@ -118,7 +109,7 @@ export async function importExport (lines: AsyncGenerator<Line>, writer: Transfe
       throw new Error(`the target store is not empty (${describe(existing)}); import into an empty store, or pass --into-nonempty to add to it`)
     }
     opts.progress.start(total(file.header.counts), 'records')
-    await feed(file.records, async (r) => { await writer.write(r, r.line, empty) }, opts.progress)
+    await feed(file.records, async (r) => { await writer.write(r, empty) }, opts.progress)
   })
   return { kind: writer.kind, source: file.header.source, counts: file.header.counts, petsSha256: file.petsSha256(), intoNonempty: !empty }
 }
@@ -131,9 +122,9 @@ export async function copyStore (reader: TransferReader, writer: TransferWriter,
   await committed(writer, opts.progress, async () => {
     if (!isEmpty(existing)) throw new Error(`the target store is not empty (${describe(existing)}); copy only into an empty store`)
     opts.progress.start(total(counts), 'records')
-    await feed(allRecords(reader), async (r) => {
+    await feed(reader.records(), async (r) => {
       if (r.type === 'pet') digest.add(r)
-      await writer.write(r, undefined, true)
+      await writer.write(r, true)
     }, opts.progress)
     await reader.end()
   })

@@ -1,8 +1,8 @@
 import type pg from 'pg'
 import Cursor from 'pg-cursor'
 import { scopesText } from '../../schemas/scopes.js'
-import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/contract.js'
-import { type CountRow, countsSql, SnapshotReader, toCounts } from '../transfer/reader.js'
+import type { TransferWriter } from '../transfer/contract.js'
+import { type CountRow, countsSql, TransferReader, toCounts } from '../transfer/reader.js'
 import {
   type ApiKeyRecordLine, type Counts, type DataRecord, type IdempotencyRecord, isoTime, type PetRecord, recordRefused, type SettingRecord
 } from '../transfer/records.js'
@@ -29,7 +29,7 @@ const dialect = { kind: 'postgres', byBytes: ' COLLATE "C"', param: '$1', time: 
  */
 export async function openPostgresReader (opts: PgConnectionOptions): Promise<TransferReader> {
   const client = await connect(opts)
-  return new SnapshotReader({
+  return new TransferReader({
     ...dialect,
     begin: async () => { await guard(() => client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY')) },
     // Each cursor is read to its end (an exhausted cursor is closed), or the reader failed and its
@@ -64,7 +64,7 @@ const INSERTS = {
     values: (rs: IdempotencyRecord[]) => [rs.map(r => r.apiKeyId), rs.map(r => r.key), rs.map(r => r.fingerprint), rs.map(r => r.petId.toString()), rs.map(r => isoTime(r.createdAt))]
   }
 }
-type Batched = Exclude<DataRecord, SettingRecord>
+type Batched = Exclude<DataRecord, SettingRecord> & { line?: number }
 
 /**
  * One transaction on its own connection. The tables are locked SHARE ROW EXCLUSIVE (reads go on,
@@ -74,7 +74,7 @@ type Batched = Exclude<DataRecord, SettingRecord>
  */
 export class PostgresTransferWriter implements TransferWriter {
   readonly kind = 'postgres' as const
-  private batch: Array<{ record: Batched, origin: RecordOrigin }> = []
+  private batch: Batched[] = []
 
   private constructor (private readonly client: pg.Client) {}
 
@@ -90,7 +90,7 @@ export class PostgresTransferWriter implements TransferWriter {
     return toCounts((await guard(() => this.client.query<CountRow>(countsSql(dialect.param), [new Date(0)]))).rows[0]!)
   }
 
-  async write (r: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void> {
+  async write (r: DataRecord & { line?: number }, replaceSettings: boolean): Promise<void> {
     if (r.type === 'setting') {
       await this.flush()
       await guard(() => this.client.query(replaceSettings
@@ -98,8 +98,8 @@ export class PostgresTransferWriter implements TransferWriter {
         : 'INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [r.name, r.value]))
       return
     }
-    if (this.batch.length > 0 && this.batch[0]!.record.type !== r.type) await this.flush()
-    this.batch.push({ record: r, origin })
+    if (this.batch.length > 0 && this.batch[0]!.type !== r.type) await this.flush()
+    this.batch.push(r)
     if (this.batch.length >= BATCH) await this.flush()
   }
 
@@ -115,16 +115,16 @@ export class PostgresTransferWriter implements TransferWriter {
     this.batch = []
     await guard(() => this.client.query('SAVEPOINT batch'))
     try {
-      await this.insert(batch.map(b => b.record))
+      await this.insert(batch)
     } catch (err) {
       if (!isConstraint(err)) throw err
       await guard(() => this.client.query('ROLLBACK TO SAVEPOINT batch'))
-      for (const b of batch) {
+      for (const r of batch) {
         try {
-          await this.insert([b.record])
+          await this.insert([r])
         } catch (rowErr) {
           if (!isConstraint(rowErr)) throw rowErr
-          throw recordRefused(b.record, b.origin, (rowErr as { code: string }).code === '23503' ? 'reference' : 'unique')
+          throw recordRefused(r, (rowErr as { code: string }).code === '23503' ? 'reference' : 'unique')
         }
       }
       throw err // the batch failed, yet no row alone did: report the batch's own error

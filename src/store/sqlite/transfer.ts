@@ -1,8 +1,8 @@
 import { existsSync, rmSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 import { scopesText } from '../../schemas/scopes.js'
-import type { RecordOrigin, TransferReader, TransferWriter } from '../transfer/contract.js'
-import { type CountRow, countsSql, SnapshotReader, toCounts } from '../transfer/reader.js'
+import type { TransferWriter } from '../transfer/contract.js'
+import { type CountRow, countsSql, TransferReader, toCounts } from '../transfer/reader.js'
 import { type Counts, type DataRecord, isoTime, recordRefused } from '../transfer/records.js'
 import { openSqlite, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
@@ -40,7 +40,7 @@ const dialect = { kind: 'sqlite', byBytes: '', param: '?', time: (ms: number) =>
  */
 export function openSqliteReader (path: string, synchronous: SynchronousLevel): TransferReader {
   const db = open(path, synchronous, true)
-  return new SnapshotReader({
+  return new TransferReader({
     ...dialect,
     // Deferred: the snapshot starts with the first read, the counts.
     begin: async () => { db.exec('BEGIN') },
@@ -80,7 +80,7 @@ export class SqliteTransferWriter implements TransferWriter {
     return toCounts(this.db.prepare(countsSql(dialect.param)).get(0) as CountRow)
   }
 
-  async write (r: DataRecord, origin: RecordOrigin, replaceSettings: boolean): Promise<void> {
+  async write (r: DataRecord & { line?: number }, replaceSettings: boolean): Promise<void> {
     try {
       switch (r.type) {
         case 'setting': (replaceSettings ? this.stmts.replaceSetting : this.stmts.keepSetting).run(r.name, r.value); break
@@ -90,8 +90,8 @@ export class SqliteTransferWriter implements TransferWriter {
       }
     } catch (err) {
       const code = (err as { code?: unknown }).code
-      if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') throw recordRefused(r, origin, 'unique')
-      if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw recordRefused(r, origin, 'reference')
+      if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') throw recordRefused(r, 'unique')
+      if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw recordRefused(r, 'reference')
       throw err
     }
   }

@@ -1,6 +1,5 @@
 import { KEY_EXPORT_COLUMNS, type KeyExportRow, type PetRow, toKeyRecordLine, toPet } from '../rows.js'
-import type { TransferReader } from './contract.js'
-import type { ApiKeyRecordLine, Counts, IdempotencyRecord, PetRecord, SettingRecord } from './records.js'
+import type { Counts, DataRecord, PetRecord } from './records.js'
 
 /** A read transaction on one connection, as one store kind runs it, and the SQL in which the kinds differ. */
 export interface Snapshot {
@@ -30,15 +29,15 @@ export const toCounts = (r: CountRow): Counts =>
 
 interface IdemRow { api_key_id: bigint, key: string, fingerprint: string, pet_id: bigint, created_at: bigint | Date }
 
-/** The records of one snapshot, read with the same statements from either store. */
-export class SnapshotReader implements TransferReader {
-  readonly kind
+/** One consistent snapshot, streamed in the export file's order, read with the same statements from either store. */
+export class TransferReader {
   private liveSince: unknown
 
-  constructor (private readonly db: Snapshot) {
-    this.kind = db.kind
-  }
+  constructor (private readonly db: Snapshot) {}
 
+  get kind (): Snapshot['kind'] { return this.db.kind }
+
+  /** Idempotency records created before `liveSince` (epoch ms) are expired and left out. */
   async begin (liveSince: number): Promise<Counts> {
     this.liveSince = this.db.time(liveSince)
     await this.db.begin()
@@ -47,27 +46,23 @@ export class SnapshotReader implements TransferReader {
     return counts!
   }
 
-  async * settings (): AsyncIterable<SettingRecord> {
+  /** Every record, section by section: settings, API keys, pets, Idempotency-Keys. */
+  async * records (): AsyncIterable<DataRecord> {
     for await (const r of this.db.rows<{ name: string, value: string }>(`SELECT name, value FROM settings ORDER BY name${this.db.byBytes}`)) {
       yield { type: 'setting', name: r.name, value: r.value }
     }
-  }
-
-  async * apiKeys (): AsyncIterable<ApiKeyRecordLine> {
     for await (const r of this.db.rows<KeyExportRow>(`SELECT ${KEY_EXPORT_COLUMNS} FROM api_keys ORDER BY id`)) yield toKeyRecordLine(r)
-  }
-
-  async * pets (): AsyncIterable<PetRecord> {
-    for await (const r of this.db.rows<PetRow>('SELECT id, name, category_id, status FROM pets ORDER BY id')) yield { type: 'pet', ...toPet(r) }
-  }
-
-  async * idempotencyKeys (): AsyncIterable<IdempotencyRecord> {
+    yield * this.pets()
     const rows = this.db.rows<IdemRow>(`SELECT api_key_id, key, fingerprint, pet_id, created_at FROM idempotency_keys
       WHERE created_at >= ${this.db.param} ORDER BY api_key_id, key${this.db.byBytes}`, [this.liveSince])
     for await (const r of rows) {
       // Number() of a Date is its epoch ms.
       yield { type: 'idempotencyKey', apiKeyId: Number(r.api_key_id), key: r.key, fingerprint: r.fingerprint, petId: r.pet_id, createdAt: Number(r.created_at) }
     }
+  }
+
+  async * pets (): AsyncIterable<PetRecord> {
+    for await (const r of this.db.rows<PetRow>('SELECT id, name, category_id, status FROM pets ORDER BY id')) yield { type: 'pet', ...toPet(r) }
   }
 
   async end (): Promise<void> { await this.db.end() }

@@ -42,7 +42,7 @@ export class TransferLineError extends Error {
 }
 
 /** `reference`: an Idempotency-Key names a key or pet in neither the file nor the store. */
-export function recordRefused (r: DataRecord, origin: number | undefined, kind: 'unique' | 'reference'): Error {
+export function recordRefused (r: DataRecord & { line?: number }, kind: 'unique' | 'reference'): Error {
   const what = r.type === 'pet'
     ? `pet id ${r.id} is already in the target store`
     : r.type === 'apiKey'
@@ -52,5 +52,5 @@ export function recordRefused (r: DataRecord, origin: number | undefined, kind: 
           ? `Idempotency-Key ${JSON.stringify(r.key)} of API key ${r.apiKeyId} is already in the target store`
           : `Idempotency-Key ${JSON.stringify(r.key)} refers to API key ${r.apiKeyId} or pet ${r.petId}, which is neither in the file nor in the target store`
         : `setting ${JSON.stringify(r.name)} could not be written`
-  return origin === undefined ? new Error(what) : new TransferLineError(origin, what)
+  return r.line === undefined ? new Error(what) : new TransferLineError(r.line, what)
 }
