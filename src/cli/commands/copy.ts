@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { Command } from 'commander'
 import type { Clock } from '../../runtime/clock.js'
 import { ConfigError, type DatabaseLocation, loadConfig, parseDatabaseUrl } from '../../config/index.js'
@@ -17,9 +18,6 @@ async function summarize (location: DatabaseLocation, config: StoreConfig, liveS
     await reader.close()
   }
 }
-
-const sameLocation = (a: DatabaseLocation, b: DatabaseLocation) =>
-  a.kind === 'sqlite' ? b.kind === 'sqlite' && a.path === b.path : b.kind === 'postgres' && a.url === b.url
 
 function table (source: StoreSummary, target: StoreSummary): string {
   const rows = [['', `source (${source.kind})`, `target (${target.kind})`]]
@@ -41,13 +39,13 @@ export function registerCopyCommand (program: Command, clock: Clock): void {
       try {
         target = parseDatabaseUrl(opts.to, process.cwd())
       } catch (err) {
-        if (err instanceof ConfigError) cmd.error(`error: --to: ${err.message.replace(/^DATABASE_URL: /, '')}`, { exitCode: 2, code: 'petstore.usage' })
+        if (err instanceof ConfigError) cmd.error(`error: --to: ${err.message.replace(/^DATABASE_URL: /, '')}`)
         throw err
       }
       const config = loadConfig()
       sayStore(config.database)
       sayStore(target, 'target')
-      if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
+      if (isDeepStrictEqual(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
       if (target.kind === 'sqlite' && target.path === ':memory:') throw new Error('--to sqlite::memory: would vanish when the copy ends')
       requireDatabase(config, { readsOnly: true })
       const started = performance.now()
