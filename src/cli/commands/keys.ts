@@ -83,11 +83,10 @@ export function registerKeysCommands (program: Command, clock: Clock): void {
       const { key, record } = await withStore(opts, store => createApiKey(store, opts.name, { scopes: opts.scope ?? ALL_SCOPES, expiresAt }, new Date(now)))
       const expiry = record.expiresAt === null ? 'never expires' : `expires ${record.expiresAt.toISOString()}`
       process.stderr.write(`created key ${record.id} (${record.name}), scopes ${record.scopes.join(',')}, ${expiry}; store it now, it cannot be shown again\n`)
-      try {
-        await new Promise<void>((resolve, reject) => { process.stdout.write(`${key}\n`, err => { if (err == null) resolve(); else reject(err) }) })
-      } catch (err) {
-        throw new CliError(`key ${record.id} was created but could not be printed (${String((err as NodeJS.ErrnoException).code ?? (err as Error).message)}): revoke it with \`petstore keys revoke ${record.id}\` and create another`)
-      }
+      await new Promise<void>((resolve, reject) => { process.stdout.write(`${key}\n`, err => { if (err == null) resolve(); else reject(err) }) })
+        .catch((err: NodeJS.ErrnoException) => {
+          throw new CliError(`key ${record.id} was created but could not be printed (${err.code ?? err.message}): revoke it with \`petstore keys revoke ${record.id}\` and create another`)
+        })
     })
 
   withCreateOption(keys.command('list'))
