@@ -29,8 +29,8 @@ try {
   await program.parseAsync(process.argv)
 } catch (err) {
   if (err instanceof CommanderError) {
-    // --help and --version exit 0; every other commander error, a missing command included (commander
-    // prints the usage then, with exit code 1), is a usage error.
+    // --help and --version exit 0; every other commander error, a missing command and a command's own
+    // cmd.error included (both with commander's exit code 1), is a usage error.
     process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage)
   }
   // A bad variable (loadConfig's ConfigError) is a failure naming it: "invalid configuration: …".

@@ -1,6 +1,7 @@
 import Table from 'cli-table3'
 
-export interface Column<T> { header: string, value: (row: T) => string }
+/** A column of printRows; `shrink`: on a terminal, cut (with …) so the table fits the terminal's width. */
+export interface Column<T> { header: string, value: (row: T) => string, shrink?: true }
 
 /** The width a terminal table fits when the terminal does not say its own (as under some pseudo-terminals). */
 const DEFAULT_COLUMNS = 80
@@ -10,43 +11,35 @@ const NO_BORDER = Object.fromEntries(['top', 'top-mid', 'top-left', 'top-right',
 /** Blanks at the end of a line, before any colour codes that close it. */
 const TRAILING_BLANKS = new RegExp(` +((?:${String.fromCharCode(27)}\\[[0-9;]*m)*)$`)
 
-export interface RowsOptions<T> {
-  color: boolean
-  /** The columns of the table on a terminal, when they differ from the piped ones (a narrower choice). */
-  terminal?: ReadonlyArray<Column<T>> | undefined
-  /** The header of the terminal column cut (with …) so the table fits the terminal's width. */
-  shrink?: string | undefined
-}
-
 /**
  * Rows for people and for scripts: an aligned table (cli-table3: a bold header, columns two spaces
  * apart, no box) when stdout is a terminal, tab-separated lines of every column without a header when
  * it is piped (stable for cut/awk). Tabs and newlines in values are replaced by spaces so a row stays
- * one line. On a terminal the `shrink` column is cut to the terminal's width (80 when it says none).
+ * one line. On a terminal the table shows the `terminal` columns (a narrower choice), a `shrink` one
+ * cut to the terminal's width (80 when it says none).
  */
-export function printRows<T> (rows: readonly T[], columns: ReadonlyArray<Column<T>>, opts: RowsOptions<T>): void {
+export function printRows<T> (rows: readonly T[], columns: ReadonlyArray<Column<T>>, terminal: ReadonlyArray<Column<T>>, color: boolean): void {
   const clean = (cols: ReadonlyArray<Column<T>>) => rows.map(r => cols.map(c => c.value(r).replace(/[\t\r\n]/g, ' ')))
   if (process.stdout.isTTY !== true) {
     for (const line of clean(columns)) process.stdout.write(line.join('\t') + '\n')
     return
   }
-  const shown = opts.terminal ?? columns
-  const cells = clean(shown)
-  const colWidths: Array<number | null> = shown.map(() => null)
-  const cut = shown.findIndex(c => c.header === opts.shrink)
+  const cells = clean(terminal)
+  const colWidths: Array<number | null> = terminal.map(() => null)
+  const cut = terminal.findIndex(c => c.shrink === true)
   if (cut >= 0) {
     const width = process.stdout.columns > 0 ? process.stdout.columns : DEFAULT_COLUMNS
-    const natural = shown.map((c, i) => Math.max(c.header.length, ...cells.map(row => row[i]!.length)))
-    const others = natural.reduce((sum, w, i) => i === cut ? sum : sum + w, 0) + GAP.length * (shown.length - 1)
+    const natural = terminal.map((c, i) => Math.max(c.header.length, ...cells.map(row => row[i]!.length)))
+    const others = natural.reduce((sum, w, i) => i === cut ? sum : sum + w, 0) + GAP.length * (terminal.length - 1)
     // At least the header's width: a terminal too narrow for the other columns wraps rather than hides the names.
-    if (others + natural[cut]! > width) colWidths[cut] = Math.max(shown[cut]!.header.length, width - others)
+    if (others + natural[cut]! > width) colWidths[cut] = Math.max(terminal[cut]!.header.length, width - others)
   }
   const table = new Table({
-    head: shown.map(c => c.header),
+    head: terminal.map(c => c.header),
     colWidths,
     chars: { ...NO_BORDER, middle: GAP },
     // cli-table3 colours the header red by default; bold only, and only when colour is welcome.
-    style: { head: opts.color ? ['bold'] : [], border: [], compact: true, 'padding-left': 0, 'padding-right': 0 }
+    style: { head: color ? ['bold'] : [], border: [], compact: true, 'padding-left': 0, 'padding-right': 0 }
   })
   table.push(...cells)
   // No trailing blanks (the last column's padding, also inside the header's bold), no empty border lines.

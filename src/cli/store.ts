@@ -53,18 +53,15 @@ export function requireDatabase (config: Readonly<Config>, opts: DatabaseNeed = 
 export async function withStore<T> (opts: StoreOptions, fn: (store: Store, config: Readonly<Config>) => Promise<T>): Promise<T> {
   const config = loadConfig()
   announceStore(config, opts)
-  let store: Store
   try {
-    store = await openStore(config)
-  } catch (err) {
-    throw new CliError(describeFailure(err, config))
-  }
-  try {
-    return await fn(store, config)
+    const store = await openStore(config)
+    try {
+      return await fn(store, config)
+    } finally {
+      await store.close()
+    }
   } catch (err) {
     if (err instanceof CliError) throw err
     throw new CliError(describeFailure(err, config))
-  } finally {
-    await store.close()
   }
 }

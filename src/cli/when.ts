@@ -42,17 +42,14 @@ export function parseDuration (value: string): number {
   return ms
 }
 
-/** A point in time WHEN names, taken at parse time for durations: resolved against `now` by resolveWhen. */
-export type When = { at: number } | { in: number }
-
-/** Commander's parser for --expires WHEN (a usage error, exit 2, naming the forms otherwise). */
-export function parseWhen (value: string): When {
+/**
+ * Commander's parser for --expires WHEN (a usage error, exit 2, naming the forms otherwise): the time
+ * it names seen from a `now` given later (a duration counts from then).
+ */
+export function parseWhen (value: string): (now: number) => Date {
   const ms = durationMs(value)
-  if (ms !== undefined && ms <= MAX_MS) return { in: ms }
+  if (ms !== undefined && ms <= MAX_MS) return now => new Date(now + ms)
   const at = isoMs(value)
   if (at === undefined || ms !== undefined) throw new InvalidArgumentError(`WHEN must be ${WHEN_FORMS}; got ${JSON.stringify(value)}`)
-  return { at }
+  return () => new Date(at)
 }
-
-/** The time WHEN names, seen from `now`. */
-export const resolveWhen = (when: When, now: number): Date => new Date('at' in when ? when.at : now + when.in)

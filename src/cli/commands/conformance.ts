@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { InvalidArgumentError, Option, type Command } from 'commander'
 import { LARGEST_BODY_LIMIT } from '../../config/index.js'
 import { checkDeployment, KeyRefused, NAME_PREFIX, type CheckResult } from '../../contract/deployment-check.js'
@@ -48,12 +48,9 @@ export function registerConformanceCommand (program: Command): void {
     .option('--timeout <ms>', 'longest wait for one answer, in milliseconds', parsePositive, 10000)
     .option('--max-pages <n>', 'most pages the cursor walk follows', parsePositive, 20)
     .action(async (opts: { baseUrl: URL, key: string, write?: boolean, json?: boolean, timeout: number, maxPages: number }) => {
-      let shipped: Record<string, unknown>
-      try {
-        shipped = JSON.parse(readFileSync(SHIPPED, 'utf8')) as Record<string, unknown>
-      } catch (err) {
-        throw new CliError(`cannot read the OpenAPI document this CLI ships (${(err as Error).message})`)
-      }
+      const shipped = await readFile(SHIPPED, 'utf8').then(text => JSON.parse(text) as Record<string, unknown>).catch((err: Error) => {
+        throw new CliError(`cannot read the OpenAPI document this CLI ships (${err.message})`)
+      })
       const results = await checkDeployment({
         target: { base: opts.baseUrl, timeoutMs: opts.timeout },
         key: opts.key,

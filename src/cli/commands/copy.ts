@@ -1,25 +1,25 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { Command } from 'commander'
 import type { Clock } from '../../runtime/clock.js'
 import { ConfigError, type DatabaseLocation, loadConfig, parseDatabaseUrl } from '../../config/index.js'
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
 import { openTransferReader, openTransferWriter } from '../../store/transfer.js'
+import type { TransferReader } from '../../store/transfer/contract.js'
 import type { StoreConfig } from '../../store/index.js'
 import { requireDatabase, sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { report, secondsSince } from '../summary.js'
 
-async function summarize (location: DatabaseLocation, config: StoreConfig, liveSince: number): Promise<StoreSummary> {
+/** Opens a reader of the store at `location`, runs fn, and closes it. */
+async function reading<T> (location: DatabaseLocation, config: StoreConfig, fn: (reader: TransferReader) => Promise<T>): Promise<T> {
   const reader = await openTransferReader(location, config)
   try {
-    return await summarizeStore(reader, liveSince)
+    return await fn(reader)
   } finally {
     await reader.close()
   }
 }
-
-const sameLocation = (a: DatabaseLocation, b: DatabaseLocation) =>
-  a.kind === 'sqlite' ? b.kind === 'sqlite' && a.path === b.path : b.kind === 'postgres' && a.url === b.url
 
 function table (source: StoreSummary, target: StoreSummary): string {
   const rows = [['', `source (${source.kind})`, `target (${target.kind})`]]
@@ -41,33 +41,29 @@ export function registerCopyCommand (program: Command, clock: Clock): void {
       try {
         target = parseDatabaseUrl(opts.to, process.cwd())
       } catch (err) {
-        if (err instanceof ConfigError) cmd.error(`error: --to: ${err.message.replace(/^DATABASE_URL: /, '')}`, { exitCode: 2, code: 'petstore.usage' })
+        if (err instanceof ConfigError) cmd.error(`error: --to: ${err.message.replace(/^DATABASE_URL: /, '')}`)
         throw err
       }
       const config = loadConfig()
       sayStore(config.database)
       sayStore(target, 'target')
-      if (sameLocation(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
+      if (isDeepStrictEqual(config.database, target)) throw new Error('--to names the DATABASE_URL store itself')
       if (target.kind === 'sqlite' && target.path === ':memory:') throw new Error('--to sqlite::memory: would vanish when the copy ends')
       requireDatabase(config, { readsOnly: true })
       const started = performance.now()
       const liveSince = clock() - config.idempotencyTtlMs
-      const reader = await openTransferReader(config.database, config)
-      let copied: StoreSummary
-      try {
+      const copied = await reading(config.database, config, async reader => {
         const writer = await openTransferWriter(target, config)
         try {
-          copied = await copyStore(reader, writer, { liveSince, progress: terminalProgress('copy') })
+          return await copyStore(reader, writer, { liveSince, progress: terminalProgress('copy') })
         } finally {
           await writer.close()
         }
-      } finally {
-        await reader.close()
-      }
+      })
       const copySeconds = secondsSince(started)
       // Both stores are read again, each on its own, now that the copy is committed.
-      const source = await summarize(config.database, config, liveSince)
-      const copy = await summarize(target, config, liveSince)
+      const source = await reading(config.database, config, reader => summarizeStore(reader, liveSince))
+      const copy = await reading(target, config, reader => summarizeStore(reader, liveSince))
       const verified = sameSummary(copied, copy) && sameSummary(source, copy)
       if (opts.json === true) report(true, { command: 'copy', verified, source, target: copy, seconds: secondsSince(started), copySeconds }, '')
       else process.stdout.write(table(source, copy))

@@ -18,7 +18,7 @@ export function registerExportCommand (program: Command, clock: Clock): void {
     .option('--out <file>', 'write to FILE (created 0600, complete or not at all) instead of stdout')
     .option('--json', 'print a JSON summary on stdout (needs --out)')
     .action(async (opts: { out?: string, json?: boolean }, cmd: Command) => {
-      if (opts.json === true && opts.out === undefined) cmd.error('error: --json needs --out (stdout carries the export)', { exitCode: 2, code: 'petstore.usage' })
+      if (opts.json === true && opts.out === undefined) cmd.error('error: --json needs --out (stdout carries the export)')
       const started = performance.now()
       const config = loadConfig()
       announceStore(config, { readsOnly: true })

@@ -20,7 +20,7 @@ export function registerImportCommand (program: Command): void {
       'already there fails the whole import; the store keeps its own settings (so cursors it issued stay valid, the file\'s do not)')
     .option('--json', 'print a JSON summary on stdout')
     .action(async (path: string | undefined, opts: { intoNonempty?: boolean, json?: boolean }, cmd: Command) => {
-      if (path === undefined && process.stdin.isTTY === true) cmd.error('error: give an export FILE, or pipe one into stdin', { exitCode: 2, code: 'petstore.usage' })
+      if (path === undefined && process.stdin.isTTY === true) cmd.error('error: give an export FILE, or pipe one into stdin')
       const started = performance.now()
       const config = loadConfig()
       sayStore(config.database)

@@ -5,9 +5,9 @@ import { ALL_SCOPES, isScope, type Scope } from '../../schemas/scopes.js'
 import type { ApiKeyRecord } from '../../store/store.js'
 import { createApiKey, keyState, type KeyState } from '../../services/api-keys.js'
 import { CliError, EXIT } from '../exit.js'
-import { printRows } from '../output.js'
+import { printRows, type Column } from '../output.js'
 import { withCreateOption, withStore, type StoreOptions } from '../store.js'
-import { parseDuration, parseWhen, resolveWhen, type When } from '../when.js'
+import { parseDuration, parseWhen } from '../when.js'
 
 const iso = (d: Date | null) => d === null ? '-' : d.toISOString()
 /** To the minute, in UTC (the Z says so): 2026-11-28 05:20Z. */
@@ -57,10 +57,9 @@ function worksUntil (r: ApiKeyRecord): Date | null {
 }
 
 // On a terminal without --wide: what fits 80 columns (the name is cut to the terminal's width).
-const NAME = 'name'
-const TERMINAL_COLUMNS = [
+const TERMINAL_COLUMNS: Array<Column<Listed>> = [
   { header: 'id', value: (r: Listed) => String(r.record.id) },
-  { header: NAME, value: (r: Listed) => r.record.name },
+  { header: 'name', value: (r: Listed) => r.record.name, shrink: true },
   { header: 'state', value: (r: Listed) => r.state },
   { header: 'works until', value: (r: Listed) => minute(worksUntil(r.record)) },
   { header: 'last used', value: (r: Listed) => minute(r.record.lastUsedAt) },
@@ -77,20 +76,17 @@ export function registerKeysCommands (program: Command, clock: Clock): void {
     .requiredOption('--name <name>', 'a label for the key, e.g. the team or client that uses it (1 to 100 characters)', parseName)
     .option('--scope <scope>', `what the key may do: ${ALL_SCOPES.join(', ')}; repeat, or separate with commas, for several (default: all)`, parseScopes)
     .option('--expires <when>', 'when the key stops working: an ISO 8601 time (2027-01-31, 2027-01-31T12:00:00Z) or a duration from now (30s, 15m, 12h, 90d)', parseWhen)
-    .action(async (opts: StoreOptions & { name: string, scope?: Scope[], expires?: When }, cmd: Command) => {
+    .action(async (opts: StoreOptions & { name: string, scope?: Scope[], expires?: (now: number) => Date }, cmd: Command) => {
       const now = clock()
-      const expiresAt = opts.expires === undefined ? null : resolveWhen(opts.expires, now)
-      if (expiresAt !== null && expiresAt.getTime() <= now) {
-        cmd.error(`error: option '--expires <when>' argument names ${expiresAt.toISOString()}, which is not in the future`, { exitCode: EXIT.usage, code: 'petstore.usage' })
-      }
+      const expiresAt = opts.expires?.(now) ?? null
+      if (expiresAt !== null && expiresAt.getTime() <= now) cmd.error(`error: option '--expires <when>' argument names ${expiresAt.toISOString()}, which is not in the future`)
       const { key, record } = await withStore(opts, store => createApiKey(store, opts.name, { scopes: opts.scope ?? ALL_SCOPES, expiresAt }, new Date(now)))
       const expiry = record.expiresAt === null ? 'never expires' : `expires ${record.expiresAt.toISOString()}`
       process.stderr.write(`created key ${record.id} (${record.name}), scopes ${record.scopes.join(',')}, ${expiry}; store it now, it cannot be shown again\n`)
-      try {
-        await new Promise<void>((resolve, reject) => { process.stdout.write(`${key}\n`, err => { if (err == null) resolve(); else reject(err) }) })
-      } catch (err) {
-        throw new CliError(`key ${record.id} was created but could not be printed (${String((err as NodeJS.ErrnoException).code ?? (err as Error).message)}): revoke it with \`petstore keys revoke ${record.id}\` and create another`)
-      }
+      await new Promise<void>((resolve, reject) => { process.stdout.write(`${key}\n`, err => { if (err == null) resolve(); else reject(err) }) })
+        .catch((err: NodeJS.ErrnoException) => {
+          throw new CliError(`key ${record.id} was created but could not be printed (${err.code ?? err.message}): revoke it with \`petstore keys revoke ${record.id}\` and create another`)
+        })
     })
 
   withCreateOption(keys.command('list'))
@@ -105,7 +101,7 @@ export function registerKeysCommands (program: Command, clock: Clock): void {
     .option('--active', 'only keys that work now (neither expired nor revoked)')
     .option('--expired', 'only keys whose expiry has passed')
     .action(async (opts: StoreOptions & { json?: boolean, wide?: boolean, active?: boolean, expired?: boolean }, cmd: Command) => {
-      if (opts.active === true && opts.expired === true) cmd.error('error: --active and --expired exclude each other', { exitCode: EXIT.usage, code: 'petstore.usage' })
+      if (opts.active === true && opts.expired === true) cmd.error('error: --active and --expired exclude each other')
       const { records, color } = await withStore(opts, async (store, config) => ({ records: await store.listApiKeys(), color: config.color }))
       const now = clock()
       const listed = records
@@ -121,7 +117,7 @@ export function registerKeysCommands (program: Command, clock: Clock): void {
       }
       if (records.length === 0) process.stderr.write('no API keys yet; make one with: petstore keys create --name NAME\n')
       else if (listed.length === 0) process.stderr.write(`no ${opts.active === true ? 'active' : 'expired'} API keys (of ${records.length})\n`)
-      else printRows(listed, COLUMNS, opts.wide === true ? { color } : { color, terminal: TERMINAL_COLUMNS, shrink: NAME })
+      else printRows(listed, COLUMNS, opts.wide === true ? COLUMNS : TERMINAL_COLUMNS, color)
     })
 
   withCreateOption(keys.command('revoke'))

@@ -12,12 +12,7 @@ export function registerMigrateCommand (program: Command): void {
     .action(async () => {
       const config = loadConfig()
       sayStore(config.database)
-      let applied: number[]
-      try {
-        applied = await migrateStore(config)
-      } catch (err) {
-        throw new CliError(describeFailure(err, config))
-      }
+      const applied = await migrateStore(config).catch((err: unknown) => { throw new CliError(describeFailure(err, config)) })
       process.stderr.write(applied.length === 0 ? 'schema is up to date\n' : `applied migrations: ${applied.join(', ')}\n`)
     })
 }
