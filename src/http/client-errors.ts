@@ -161,12 +161,10 @@ export function trackResponse (request: IncomingMessage, res: Response): void {
   res.on('close', forgetResponse)
 }
 
-function forgetResponse (this: Response & InLine): void {
+/** A response's 'close' listener: closed once, it leaves its socket's list. */
+function forgetResponse (this: Response & Required<InLine>): void {
   const open = this[inLine]
-  if (open === undefined) return
-  this[inLine] = undefined
-  const i = open.indexOf(this)
-  if (i !== -1) open.splice(i, 1)
+  open.splice(open.indexOf(this), 1)
 }
 
 /** The response Node is writing on this socket right now, if any: the first one not finished. */
@@ -188,7 +186,6 @@ function afterCompleteRequests (socket: Socket, then: () => void): void {
   }
   if (!res.req.complete && !res.headersSent) {
     res.detachSocket(socket)
-    forgetResponse.call(res)
     then()
     return
   }
