@@ -167,11 +167,6 @@ function forgetResponse (this: Response & Required<InLine>): void {
   open.splice(open.indexOf(this), 1)
 }
 
-/** The response Node is writing on this socket right now, if any: the first one not finished. */
-function responseInFlight (socket: Socket): Response | undefined {
-  return (socket as Socket & InLine)[inLine]?.find(res => !res.writableFinished)
-}
-
 /**
  * Calls `then` once every response to a request read whole before the bad bytes has been
  * written. A response already under way finishes too. The request the bad bytes cut short (its
@@ -179,7 +174,8 @@ function responseInFlight (socket: Socket): Response | undefined {
  * socket (whatever it might write later goes nowhere) and `then` runs.
  */
 function afterCompleteRequests (socket: Socket, then: () => void): void {
-  const res = responseInFlight(socket)
+  // The response Node is writing on this socket right now, if any: the first one not finished.
+  const res = (socket as Socket & InLine)[inLine]?.find(r => !r.writableFinished)
   if (res === undefined) {
     then()
     return

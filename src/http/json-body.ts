@@ -49,8 +49,8 @@ function exactReviver (_key: string, value: unknown, context?: { source?: string
   return typeof value === 'number' && context?.source !== undefined ? exactNumber(context.source) : value
 }
 
-// No accepted body nests deeper than 1. The parsers recurse per level: a deeper body would overflow
-// the stack, and the RangeError's text is not for clients.
+// No accepted body nests deeper than 1. JSON.parse's reviver recurses per level: a deeper body would
+// overflow the stack, and the RangeError's text is not for clients.
 const MAX_DEPTH = 64
 const QUOTE = 0x22
 const BACKSLASH = 0x5c

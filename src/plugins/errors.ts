@@ -101,11 +101,9 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
   if (err.code === 'FST_ERR_BAD_URL' && url !== undefined && !badUrls.has(raw)) {
     badUrls.add(raw)
     raw.originalUrl = url // request.originalUrl: what the client sent, for the access log and the edge checks
-    if (targetFormProblem(url) !== undefined) {
-      raw.url = '/'
-    } else {
-      raw.url = originFormOf(url).replace(/^[^?]*/, path => path.replaceAll('%', '%25'))
-    }
+    raw.url = targetFormProblem(url) === undefined
+      ? originFormOf(url).replace(/^[^?]*/, path => path.replaceAll('%', '%25'))
+      : '/'
     request.server.routing(raw, reply.raw)
     return
   }
