@@ -161,17 +161,10 @@ export function trackResponse (request: IncomingMessage, res: Response): void {
   res.on('close', forgetResponse)
 }
 
-function forgetResponse (this: Response & InLine): void {
+/** A response's 'close' listener: closed once, it leaves its socket's list. */
+function forgetResponse (this: Response & Required<InLine>): void {
   const open = this[inLine]
-  if (open === undefined) return
-  this[inLine] = undefined
-  const i = open.indexOf(this)
-  if (i !== -1) open.splice(i, 1)
-}
-
-/** The response Node is writing on this socket right now, if any: the first one not finished. */
-function responseInFlight (socket: Socket): Response | undefined {
-  return (socket as Socket & InLine)[inLine]?.find(res => !res.writableFinished)
+  open.splice(open.indexOf(this), 1)
 }
 
 /**
@@ -181,14 +174,14 @@ function responseInFlight (socket: Socket): Response | undefined {
  * socket (whatever it might write later goes nowhere) and `then` runs.
  */
 function afterCompleteRequests (socket: Socket, then: () => void): void {
-  const res = responseInFlight(socket)
+  // The response Node is writing on this socket right now, if any: the first one not finished.
+  const res = (socket as Socket & InLine)[inLine]?.find(r => !r.writableFinished)
   if (res === undefined) {
     then()
     return
   }
   if (!res.req.complete && !res.headersSent) {
     res.detachSocket(socket)
-    forgetResponse.call(res)
     then()
     return
   }

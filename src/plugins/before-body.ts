@@ -1,5 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
-import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 import { listedCodings } from '../http/content-coding.js'
@@ -9,16 +9,8 @@ import { toApiError } from './errors.js'
 /** Methods whose body Fastify reads (the others' bodies are never parsed). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'QUERY'])
 
-/** Requests whose client waits for `100 Continue` before sending the body (Node did not send it). */
-const awaitingContinue = new WeakSet<IncomingMessage>()
-/** Requests with an expectation other than 100-continue. */
-const unmetExpectation = new WeakSet<IncomingMessage>()
-
-/** Whether the request carries a body (declared by its length or sent chunked). */
-function hasBody (request: { headers: IncomingHttpHeaders }): boolean {
-  const length = request.headers['content-length']
-  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
-}
+/** What a request's Expect asks: `100 Continue` before its client sends the body (Node did not send it), or what is not met. */
+const expectations = new WeakMap<IncomingMessage, 'continue' | 'unmet'>()
 
 /** The parts of a request its head holds, in the order Fastify validates them (the body comes between params and querystring). */
 const HEAD_PARTS = [['params', 'params'], ['querystring', 'query'], ['headers', 'headers']] as const
@@ -65,35 +57,36 @@ async function beforeBody (app: FastifyInstance): Promise<void> {
   // Node emits checkContinue for any Expect that mentions 100-continue (`100-continue, foo` too),
   // checkExpectation for any other; only the expectation 100-continue alone is met.
   const expecting = (req: IncomingMessage, res: ServerResponse): void => {
-    if (req.headers.expect?.trim().toLowerCase() === '100-continue') awaitingContinue.add(req)
-    else unmetExpectation.add(req)
+    expectations.set(req, req.headers.expect?.trim().toLowerCase() === '100-continue' ? 'continue' : 'unmet')
     app.server.emit('request', req, res)
   }
   app.server.on('checkContinue', expecting)
   app.server.on('checkExpectation', expecting)
 
   app.addHook('preParsing', (request, reply, payload, done) => {
-    const problem = refusedFromHead(request)
-    if (problem !== undefined) {
-      done(problem)
-      return
-    }
-    if (awaitingContinue.has(request.raw) && BODY_METHODS.has(request.method) && hasBody(request)) reply.raw.writeContinue()
-    done(null, payload)
+    const problem = refusedFromHead(request, reply)
+    if (problem !== undefined) done(problem)
+    else done(null, payload)
   })
 }
 
-/** The first of the refusals above that the request's head decides, if any. */
-function refusedFromHead (request: FastifyRequest): Error | undefined {
-  if (unmetExpectation.has(request.raw)) return new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
-  if (!BODY_METHODS.has(request.method) || !hasBody(request)) return undefined
+/** The first of the refusals above that the request's head decides, if any; else `100 Continue` when awaited. */
+function refusedFromHead (request: FastifyRequest, reply: FastifyReply): Error | undefined {
+  const expectation = expectations.get(request.raw)
+  if (expectation === 'unmet') return new ApiError('expectation_failed', 'the Expect header can only be 100-continue')
+  if (!BODY_METHODS.has(request.method)) return undefined
+  // A body is declared by its length or sent chunked.
+  const length = request.headers['content-length']
+  if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return undefined
   const codings = listedCodings(request.headers['content-encoding']).filter(c => c !== 'identity')
   if (codings.length > 0) {
     return new ApiError('unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not supported; send the body uncompressed (identity)`)
   }
-  const length = Number(request.headers['content-length'])
-  if (length > request.routeOptions.bodyLimit) return new ApiError('payload_too_large', 'request body is larger than the body limit')
-  return awaitingContinue.has(request.raw) ? headProblem(request) : undefined
+  if (Number(length) > request.routeOptions.bodyLimit) return new ApiError('payload_too_large', 'request body is larger than the body limit')
+  if (expectation !== 'continue') return undefined
+  const problem = headProblem(request)
+  if (problem === undefined) reply.raw.writeContinue()
+  return problem
 }
 
 export default fp(beforeBody, { name: 'petstore-before-body', dependencies: ['petstore-errors'] })

@@ -34,6 +34,15 @@ const CODE_BY_STATUS = new Map<number, ErrorCode>(
 
 const BAD_URL_MESSAGE = 'the request path is not valid percent-encoded UTF-8'
 
+/** Fastify's errors the API answers in its own words: code and message by Fastify's code. */
+const FASTIFY_ERRORS = new Map<string, [ErrorCode, string]>([
+  ['FST_ERR_CTP_INVALID_MEDIA_TYPE', ['unsupported_media_type', 'request body must be application/json']],
+  ['FST_ERR_CTP_BODY_TOO_LARGE', ['payload_too_large', 'request body is larger than the body limit']],
+  ['FST_ERR_CTP_INVALID_CONTENT_LENGTH', ['invalid_parameter', 'Content-Length does not match the body']],
+  ['FST_ERR_BAD_URL', ['invalid_parameter', BAD_URL_MESSAGE]],
+  ['FST_ERR_MAX_PARAM_LENGTH', ['invalid_parameter', 'a path parameter is too long']]
+])
+
 /** Maps anything thrown while handling a request to the one Error shape the API answers with. */
 export function toApiError (err: FastifyError | Error): ApiError {
   if (err instanceof ApiError) return err
@@ -43,18 +52,8 @@ export function toApiError (err: FastifyError | Error): ApiError {
   if (err instanceof StoreOpeningError) return new ApiError('service_unavailable', STORE_OPENING_MESSAGE, { 'retry-after': '1' })
   if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', 'the store is unavailable; retry later', { 'retry-after': '1' })
   const e = err as FastifyError
-  switch (e.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError('unsupported_media_type', 'request body must be application/json')
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload_too_large', 'request body is larger than the body limit')
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError('invalid_parameter', 'Content-Length does not match the body')
-    case 'FST_ERR_BAD_URL':
-      return new ApiError('invalid_parameter', BAD_URL_MESSAGE)
-    case 'FST_ERR_MAX_PARAM_LENGTH':
-      return new ApiError('invalid_parameter', 'a path parameter is too long')
-  }
+  const own = FASTIFY_ERRORS.get(e.code)
+  if (own !== undefined) return new ApiError(...own)
   const status = e.statusCode
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new ApiError(CODE_BY_STATUS.get(status) ?? 'invalid_parameter', e.message)
@@ -102,11 +101,9 @@ export const routeBadUrls: NonNullable<FastifyServerOptions['frameworkErrors']> 
   if (err.code === 'FST_ERR_BAD_URL' && url !== undefined && !badUrls.has(raw)) {
     badUrls.add(raw)
     raw.originalUrl = url // request.originalUrl: what the client sent, for the access log and the edge checks
-    if (targetFormProblem(url) !== undefined) {
-      raw.url = '/'
-    } else {
-      raw.url = originFormOf(url).replace(/^[^?]*/, path => path.replaceAll('%', '%25'))
-    }
+    raw.url = targetFormProblem(url) === undefined
+      ? originFormOf(url).replace(/^[^?]*/, path => path.replaceAll('%', '%25'))
+      : '/'
     request.server.routing(raw, reply.raw)
     return
   }
@@ -157,17 +154,15 @@ async function errorHandling (app: FastifyInstance, opts: { store: Pick<Store, '
   app.addHook('onRoute', (route) => {
     if (route.url !== '*' && route.url !== '/*') for (const m of [route.method].flat()) methods.add(m)
   })
-  /** The methods a path has: each asked of Fastify's own router (the app's router options), sorted. */
-  const allowedMethods = (path: string): string[] =>
-    [...methods].filter(method => app.findRoute({ method: method as HTTPMethods, url: path }) !== null).sort()
   /**
-   * 405 with Allow when the path exists for other methods, else 404. A route that exists for this
-   * very method but found nothing (a missing file under /docs/static) is a 404 too, never a 405
-   * whose Allow would name the method just refused.
+   * 405 with Allow when the path exists for other methods (each asked of Fastify's own router, with
+   * the app's router options), else 404. A route that exists for this very method but found nothing
+   * (a missing file under /docs/static) is a 404 too, never a 405 whose Allow would name the method
+   * just refused.
    */
   const unrouted = (request: FastifyRequest): ApiError => {
     const path = request.url.split('?', 1)[0]!
-    const allowed = allowedMethods(path)
+    const allowed = [...methods].filter(method => app.findRoute({ method: method as HTTPMethods, url: path }) !== null).sort()
     if (allowed.length > 0 && !allowed.includes(request.method)) {
       return new ApiError('method_not_allowed', `${namedMethod(request)} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { allow: allowed.join(', ') })
     }
