@@ -1,20 +1,21 @@
 /*
  * The one body parser: application/json in UTF-8. secure-json-parse parses (the __proto__ and
- * constructor.prototype guard of Fastify's own parser); when a number may not survive a double, with
- * a reviver that reads it again from its source text, so an int64 keeps every digit. Three parts stay
- * our own, each because a test fails without them:
+ * constructor.prototype guard of Fastify's own parser); lossless-json parses again when a number may
+ * not survive a double, so an int64 keeps every digit. Three parts stay our own, each because a test
+ * fails with the libraries alone:
  * - exactNumber: lossless-json's parseNumberAndBigInt reads 9007199254740993.5 as the integer
  *   9007199254740994 and 12345678.000000001 as 12345678, which the schema would accept changed
  *   (test/routes/pets.test.ts, "past 2^53 with a fraction", "a fraction a double rounds to an integer");
- * - the nesting bound: JSON.parse has none, and its reviver recurses per level, so a body 200,000
- *   arrays deep around a long integer overflows the stack and would be answered "not valid JSON"
- *   (test/edges/small.test.ts);
+ * - the nesting bound: neither library has one, and lossless-json recurses per level, so a body
+ *   200,000 arrays deep around a long integer overflows the stack and would be answered "not valid
+ *   JSON" (test/edges/small.test.ts);
  * - the charset check: Fastify picks this parser by media type alone; its parameter parser keeps the
  *   last of two charsets (the content-type package the first), and two must be refused with 415
  *   (test/edges/repeated-headers.test.ts).
  */
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { parse as parseLossless } from 'lossless-json'
 import sjson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 import { charsetProblem } from './media-types.js'
@@ -44,13 +45,8 @@ function exactNumber (text: string): number | bigint {
   return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value
 }
 
-/** JSON.parse's reviver for exact numbers: each number by its source text (the reviver's context). */
-function exactReviver (_key: string, value: unknown, context?: { source?: string }): unknown {
-  return typeof value === 'number' && context?.source !== undefined ? exactNumber(context.source) : value
-}
-
-// No accepted body nests deeper than 1. JSON.parse's reviver recurses per level: a deeper body would
-// overflow the stack, and the RangeError's text is not for clients.
+// No accepted body nests deeper than 1. The parsers recurse per level: a deeper body would overflow
+// the stack, and the RangeError's text is not for clients.
 const MAX_DEPTH = 64
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
@@ -75,21 +71,32 @@ function nestingDepth (body: Buffer): number {
   return max
 }
 
-/** UTF-8 only, __proto__/constructor keys refused (as Fastify does), numbers exact (read from their source text when needed). */
+function reason (err: unknown): string {
+  return err instanceof SyntaxError ? `: ${err.message.slice(0, 200)}` : ''
+}
+
+/** UTF-8 only, __proto__/constructor keys refused (as Fastify does), numbers exact (parsed again, losslessly, when needed). */
 export function parseJsonBody (body: Buffer): unknown {
   if (!isUtf8(body)) throw new ApiError('invalid_json', 'request body is not valid UTF-8')
   if (nestingDepth(body) > MAX_DEPTH) throw new ApiError('invalid_json', `request body nests arrays or objects deeper than ${MAX_DEPTH} levels`)
   const text = body.toString('utf8')
-  // The reviver only where a number may not survive a double: it slows the parse down.
-  const exact = /\d{16,}|\d[.eE]/.test(text) ? exactReviver : undefined
+  let value: unknown
   try {
-    return sjson.parse(text, exact, { protoAction: 'error', constructorAction: 'error' })
+    value = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
   } catch (err) {
     const message = (err as Error).message
     if (/prototype|constructor/i.test(message)) throw new ApiError('invalid_json', 'request body uses a forbidden key (__proto__ or constructor.prototype)')
-    const detail = err instanceof SyntaxError ? `: ${message.slice(0, 200)}` : ''
-    throw new ApiError('invalid_json', `request body is not valid JSON${detail}`)
+    throw new ApiError('invalid_json', `request body is not valid JSON${reason(err)}`)
   }
+  if (/\d{16,}|\d[.eE]/.test(text)) {
+    // A repeated key keeps its last value, as JSON.parse does and as any client will read it.
+    try {
+      value = parseLossless(text, undefined, { parseNumber: exactNumber, onDuplicateKey: ({ newValue }) => newValue })
+    } catch (err) {
+      throw new ApiError('invalid_json', `request body is not valid JSON${reason(err)}`)
+    }
+  }
+  return value
 }
 
 /** application/json in UTF-8 is the only media type accepted; its size bound is the server's bodyLimit. */
