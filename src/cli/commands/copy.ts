@@ -5,7 +5,7 @@ import { ConfigError, type DatabaseLocation, loadConfig, parseDatabaseUrl } from
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
 import { openTransferReader, openTransferWriter } from '../../store/transfer.js'
-import type { TransferReader } from '../../store/transfer/contract.js'
+import type { TransferReader } from '../../store/transfer/reader.js'
 import type { StoreConfig } from '../../store/index.js'
 import { requireDatabase, sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
