@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import { closeSync, openSync, type Stats, statSync } from 'node:fs'
 import type Database from 'better-sqlite3'
-import { OutcomeUnknownError, StoreGoneError, StoreOpeningError, StoreUnavailableError } from '../../errors.js'
+import { OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../../errors.js'
 import type { Pet } from '../../schemas/pets.js'
 import type { CreateItem, CreateOutcome } from '../creates.js'
 import { type KeysAndSettingsSql, SharedRepositories } from '../repositories.js'
@@ -10,7 +10,7 @@ import type { BackgroundWriter, GoneNotices, ListPetsParams, Store } from '../st
 import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
-import { checkInProcess, OpeningSqliteStore } from './opening.js'
+import { openingStore } from './opening.js'
 import { isMalformedError, MalformedStoreError, type Opener, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, isNew, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
@@ -257,16 +257,11 @@ export class SqliteStore extends SharedRepositories implements Store, Background
    * (opening.ts): quick_check in a process of its own, then, once it passed, the file is opened here,
    * migrated and served. A new file (nothing to check) and `:memory:` open as open() does.
    */
-  static async start (opts: SqliteStoreOptions): Promise<SqliteStore | OpeningSqliteStore> {
+  static async start (opts: SqliteStoreOptions): Promise<Store> {
     if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts, 'start')
     const checked = statSync(opts.path)
     refuseForeignStore(opts.path, 'start')
-    const check = checkInProcess(opts.path)
-    return new OpeningSqliteStore(async (wanted) => {
-      await check.passed
-      if (!wanted()) throw new StoreOpeningError('the store was closed before it was opened')
-      return await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked))
-    }, check.stop)
+    return openingStore(opts.path, async () => await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked)))
   }
 
   /** Migrates `db` and makes the store of it; `db` is closed if that fails. */
