@@ -176,21 +176,21 @@ export class SqliteStore extends SharedRepositories implements Store, Background
 
   /** A flush that fails leaves the batch hidden and the store refusing writes until restarted. */
   protected async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
-    const refused = this.writeRefused()
-    if (refused !== undefined) throw refused
-    const outcomes = await this.whenWriteLockFree(() => {
+    const stopped = this.writer?.stopped()
+    // A thread that stopped may have found the file gone.
+    if (stopped !== undefined) throw this.lost.gone ?? this.flushFailure() ?? this.checkFile() ?? stopped
+    const outcomes = await this.writeNow(() => {
       const outcomes = this.writes.createPets(items)
       // Hidden in the same synchronous step as the commit, so nothing reads in between; the new ids are one ascending run.
       const ids = this.wal === undefined ? [] : outcomes.filter((o): o is bigint => typeof o === 'bigint')
       if (ids.length > 0) this.hidden = { from: ids[0]!, to: ids.at(-1)! }
       return outcomes
     })
-    await this.durable()
     this.hidden = undefined
     return outcomes
   }
 
-  /** API keys and settings: not hidden, as nothing reads them before the caller has its answer. */
+  /** Resolves once durable. Only pets are hidden meanwhile: nothing reads a key or setting before the caller has its answer. */
   private async writeNow<T> (write: () => T): Promise<T> {
     const failed = this.lost.gone ?? this.flushFailure()
     if (failed !== undefined) throw failed
@@ -223,12 +223,6 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       }
       await new Promise(resolve => setTimeout(resolve, BUSY_RETRY_MS))
     }
-  }
-
-  private writeRefused (): StoreUnavailableError | undefined {
-    const stopped = this.writer?.stopped()
-    // A thread that stopped may have found the file gone.
-    return this.lost.gone ?? this.flushFailure() ?? (stopped === undefined ? undefined : this.checkFile() ?? stopped)
   }
 
   private flushFailure (): StoreUnavailableError | undefined {
