@@ -138,13 +138,13 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     this.lost.gone = new StoreGoneError(found.reason, { cause })
     const path = this.file?.identity.path ?? 'the database'
     const stamp = new Date().toISOString().replace(/[:.]/g, '-')
-    let aside: string | undefined
-    let asideFailed: string | undefined
+    let wal = ''
     if (found.reason !== 'malformed') {
       try {
-        aside = this.file?.setAside(stamp)
+        const aside = this.file?.setAside(stamp)
+        if (aside !== undefined) wal = `Its write-ahead log was moved to ${aside}, so that no later start replays it into another file. `
       } catch (err) {
-        asideFailed = String((err as { code?: unknown }).code ?? (err as Error).message)
+        wal = `Its write-ahead log could not be moved away (${String((err as { code?: unknown }).code ?? (err as Error).message)}): move ${path}-wal and ${path}-shm away before the next start. `
       }
     }
     // Removed or replaced, the file still open holds everything this store acknowledged.
@@ -154,9 +154,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       : `Stop this instance, put the right database file back at ${path} (or restore a backup), and start again.`
     this.lost.line = `SQLite store gone: ${found.what}. This instance acknowledges no create from now on (503 store_gone) and /readyz answers 503; reads go on from the file it has open. ` +
       (copy !== undefined ? `A copy of the store as this instance has it (every create it acknowledged) is being written to ${copy}. ` : '') +
-      (aside !== undefined ? `Its write-ahead log was moved to ${aside}, so that no later start replays it into another file. ` : '') +
-      (asideFailed !== undefined ? `Its write-ahead log could not be moved away (${asideFailed}): move ${path}-wal and ${path}-shm away before the next start. ` : '') +
-      todo
+      wal + todo
     for (const listener of this.goneListeners) listener(this.lost.line, found.reason, 'error')
     if (copy !== undefined) this.lost.rescue = this.copyTo(copy, found.reason)
     return this.lost.gone
@@ -356,15 +354,13 @@ function openAsChecked (path: string, synchronous: SynchronousLevel, checked: St
     const now = statSync(path, { throwIfNoEntry: false })
     return now !== undefined && now.dev === checked.dev && now.ino === checked.ino
   }
-  const elsewhere = () => new StoreMissingError(`the SQLite database ${path} was removed or replaced while it was checked at start; it is not served. ` +
-    'Put the database back (restore a backup) and start again')
-  if (!same()) throw elsewhere()
-  const db = openSqlite(path, synchronous, { mustExist: true })
-  if (!same()) {
+  if (same()) {
+    const db = openSqlite(path, synchronous, { mustExist: true })
+    if (same()) return db
     db.close()
-    throw elsewhere()
   }
-  return db
+  throw new StoreMissingError(`the SQLite database ${path} was removed or replaced while it was checked at start; it is not served. ` +
+    'Put the database back (restore a backup) and start again')
 }
 
 /** Refused where a store was, or where another store is; an existing file must pass quick_check. */
