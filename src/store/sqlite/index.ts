@@ -188,17 +188,14 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     return outcomes
   }
 
-  /** Resolves once durable. Only pets are hidden meanwhile: nothing reads a key or setting before the caller has its answer. */
+  /**
+   * Resolves once the commit is on the disk and the file at the path is still this store's. Only pets
+   * are hidden meanwhile (commitCreates): nothing reads a key or setting before the caller has its answer.
+   */
   private async writeNow<T> (write: () => T): Promise<T> {
     const failed = this.lost.gone ?? this.flushFailure()
     if (failed !== undefined) throw failed
     const result = await this.whenWriteLockFree(write)
-    await this.durable()
-    return result
-  }
-
-  /** After a commit: resolves once it is on the disk and the file at the path is still this store's. */
-  private async durable (): Promise<void> {
     if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
     try {
       await this.wal?.flush()
@@ -208,6 +205,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     }
     const gone = this.checkFile()
     if (gone !== undefined) throw gone
+    return result
   }
 
   /** No busy handler on this connection (SQLite's would sleep on the event loop): retry here instead. */
@@ -258,12 +256,11 @@ export class SqliteStore extends SharedRepositories implements Store, Background
 
   /** Migrates `db` and makes the store of it; `db` is closed if that fails. */
   private static async migrated (opts: SqliteStoreOptions, db: Database.Database): Promise<SqliteStore> {
-    const onDisk = opts.path !== ':memory:'
     let wal: WalFlush | undefined
     let file: StoreFile | undefined
     try {
       migrateSqlite(db)
-      if (!onDisk) return new SqliteStore(db, opts, undefined, undefined)
+      if (opts.path === ':memory:') return new SqliteStore(db, opts, undefined, undefined)
       const storeId = ensureStoreId(db)
       writeMarker(opts.path, storeId)
       file = StoreFile.open(opts.path, storeId, true)
