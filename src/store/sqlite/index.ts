@@ -11,7 +11,7 @@ import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
 import { openingStore } from './opening.js'
-import { isMalformedError, MalformedStoreError, type Opener, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
+import { isMalformedError, MalformedStoreError, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, isNew, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
@@ -238,8 +238,8 @@ export class SqliteStore extends SharedRepositories implements Store, Background
    * the first answer. This connection commits at NORMAL (OFF at OFF); FULL and EXTRA flush each commit
    * through WalFlush.
    */
-  static async open (opts: SqliteStoreOptions, opener: Opener = 'command'): Promise<SqliteStore> {
-    return await SqliteStore.migrated(opts, openChecked(opts, opener))
+  static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
+    return await SqliteStore.migrated(opts, openChecked(opts))
   }
 
   /**
@@ -248,7 +248,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
    * migrated and served. A new file (nothing to check) and `:memory:` open as open() does.
    */
   static async start (opts: SqliteStoreOptions): Promise<Store> {
-    if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts, 'start')
+    if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts)
     const checked = statSync(opts.path)
     refuseForeignStore(opts.path, 'start')
     return openingStore(opts.path, async () => await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked)))
@@ -278,7 +278,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   }
 
   static migrate (opts: SqliteStoreOptions): number[] {
-    const db = openChecked(opts, 'command')
+    const db = openChecked(opts)
     try {
       const versions = migrateSqlite(db)
       if (opts.path !== ':memory:') writeMarker(opts.path, ensureStoreId(db))
@@ -361,10 +361,10 @@ function openAsChecked (path: string, synchronous: SynchronousLevel, checked: St
 }
 
 /** Refused where a store was, or where another store is; an existing file must pass quick_check. */
-function openChecked ({ path, synchronous }: SqliteStoreOptions, opener: Opener): Database.Database {
+function openChecked ({ path, synchronous }: SqliteStoreOptions): Database.Database {
   const fresh = path !== ':memory:' && isNew(path)
   if (fresh) refuseNewWhereDataWas(path)
-  else if (path !== ':memory:') refuseForeignStore(path, opener)
+  else if (path !== ':memory:') refuseForeignStore(path, 'command')
   let db: Database.Database
   try {
     db = openSqlite(path, synchronous)
