@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import { closeSync, openSync, type Stats, statSync } from 'node:fs'
 import type Database from 'better-sqlite3'
-import { OutcomeUnknownError, StoreGoneError, StoreOpeningError, StoreUnavailableError } from '../../errors.js'
+import { OutcomeUnknownError, StoreGoneError, StoreUnavailableError } from '../../errors.js'
 import type { Pet } from '../../schemas/pets.js'
 import type { CreateItem, CreateOutcome } from '../creates.js'
 import { type KeysAndSettingsSql, SharedRepositories } from '../repositories.js'
@@ -10,8 +10,8 @@ import type { BackgroundWriter, GoneNotices, ListPetsParams, Store } from '../st
 import { WorkerWriter } from './background-writer.js'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, setSynchronous, type SynchronousLevel } from './connection.js'
 import { migrateSqlite } from './migrations.js'
-import { checkInProcess, OpeningSqliteStore } from './opening.js'
-import { isMalformedError, MalformedStoreError, type Opener, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
+import { openingStore } from './opening.js'
+import { isMalformedError, MalformedStoreError, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, isNew, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
 import { prepareWrites, type SqliteWrites } from './writes.js'
@@ -138,13 +138,13 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     this.lost.gone = new StoreGoneError(found.reason, { cause })
     const path = this.file?.identity.path ?? 'the database'
     const stamp = new Date().toISOString().replace(/[:.]/g, '-')
-    let aside: string | undefined
-    let asideFailed: string | undefined
+    let wal = ''
     if (found.reason !== 'malformed') {
       try {
-        aside = this.file?.setAside(stamp)
+        const aside = this.file?.setAside(stamp)
+        if (aside !== undefined) wal = `Its write-ahead log was moved to ${aside}, so that no later start replays it into another file. `
       } catch (err) {
-        asideFailed = String((err as { code?: unknown }).code ?? (err as Error).message)
+        wal = `Its write-ahead log could not be moved away (${String((err as { code?: unknown }).code ?? (err as Error).message)}): move ${path}-wal and ${path}-shm away before the next start. `
       }
     }
     // Removed or replaced, the file still open holds everything this store acknowledged.
@@ -154,9 +154,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       : `Stop this instance, put the right database file back at ${path} (or restore a backup), and start again.`
     this.lost.line = `SQLite store gone: ${found.what}. This instance acknowledges no create from now on (503 store_gone) and /readyz answers 503; reads go on from the file it has open. ` +
       (copy !== undefined ? `A copy of the store as this instance has it (every create it acknowledged) is being written to ${copy}. ` : '') +
-      (aside !== undefined ? `Its write-ahead log was moved to ${aside}, so that no later start replays it into another file. ` : '') +
-      (asideFailed !== undefined ? `Its write-ahead log could not be moved away (${asideFailed}): move ${path}-wal and ${path}-shm away before the next start. ` : '') +
-      todo
+      wal + todo
     for (const listener of this.goneListeners) listener(this.lost.line, found.reason, 'error')
     if (copy !== undefined) this.lost.rescue = this.copyTo(copy, found.reason)
     return this.lost.gone
@@ -176,31 +174,28 @@ export class SqliteStore extends SharedRepositories implements Store, Background
 
   /** A flush that fails leaves the batch hidden and the store refusing writes until restarted. */
   protected async commitCreates (items: CreateItem[]): Promise<CreateOutcome[]> {
-    const refused = this.writeRefused()
-    if (refused !== undefined) throw refused
-    const outcomes = await this.whenWriteLockFree(() => {
+    const stopped = this.writer?.stopped()
+    // A thread that stopped may have found the file gone.
+    if (stopped !== undefined) throw this.lost.gone ?? this.flushFailure() ?? this.checkFile() ?? stopped
+    const outcomes = await this.writeNow(() => {
       const outcomes = this.writes.createPets(items)
       // Hidden in the same synchronous step as the commit, so nothing reads in between; the new ids are one ascending run.
       const ids = this.wal === undefined ? [] : outcomes.filter((o): o is bigint => typeof o === 'bigint')
       if (ids.length > 0) this.hidden = { from: ids[0]!, to: ids.at(-1)! }
       return outcomes
     })
-    await this.durable()
     this.hidden = undefined
     return outcomes
   }
 
-  /** API keys and settings: not hidden, as nothing reads them before the caller has its answer. */
+  /**
+   * Resolves once the commit is on the disk and the file at the path is still this store's. Only pets
+   * are hidden meanwhile (commitCreates): nothing reads a key or setting before the caller has its answer.
+   */
   private async writeNow<T> (write: () => T): Promise<T> {
     const failed = this.lost.gone ?? this.flushFailure()
     if (failed !== undefined) throw failed
     const result = await this.whenWriteLockFree(write)
-    await this.durable()
-    return result
-  }
-
-  /** After a commit: resolves once it is on the disk and the file at the path is still this store's. */
-  private async durable (): Promise<void> {
     if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) this.checkpoint()
     try {
       await this.wal?.flush()
@@ -210,6 +205,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     }
     const gone = this.checkFile()
     if (gone !== undefined) throw gone
+    return result
   }
 
   /** No busy handler on this connection (SQLite's would sleep on the event loop): retry here instead. */
@@ -223,12 +219,6 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       }
       await new Promise(resolve => setTimeout(resolve, BUSY_RETRY_MS))
     }
-  }
-
-  private writeRefused (): StoreUnavailableError | undefined {
-    const stopped = this.writer?.stopped()
-    // A thread that stopped may have found the file gone.
-    return this.lost.gone ?? this.flushFailure() ?? (stopped === undefined ? undefined : this.checkFile() ?? stopped)
   }
 
   private flushFailure (): StoreUnavailableError | undefined {
@@ -248,8 +238,8 @@ export class SqliteStore extends SharedRepositories implements Store, Background
    * the first answer. This connection commits at NORMAL (OFF at OFF); FULL and EXTRA flush each commit
    * through WalFlush.
    */
-  static async open (opts: SqliteStoreOptions, opener: Opener = 'command'): Promise<SqliteStore> {
-    return await SqliteStore.migrated(opts, openChecked(opts, opener))
+  static async open (opts: SqliteStoreOptions): Promise<SqliteStore> {
+    return await SqliteStore.migrated(opts, openChecked(opts))
   }
 
   /**
@@ -257,26 +247,20 @@ export class SqliteStore extends SharedRepositories implements Store, Background
    * (opening.ts): quick_check in a process of its own, then, once it passed, the file is opened here,
    * migrated and served. A new file (nothing to check) and `:memory:` open as open() does.
    */
-  static async start (opts: SqliteStoreOptions): Promise<SqliteStore | OpeningSqliteStore> {
-    if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts, 'start')
+  static async start (opts: SqliteStoreOptions): Promise<Store> {
+    if (opts.path === ':memory:' || isNew(opts.path)) return await SqliteStore.open(opts)
     const checked = statSync(opts.path)
     refuseForeignStore(opts.path, 'start')
-    const check = checkInProcess(opts.path)
-    return new OpeningSqliteStore(async (wanted) => {
-      await check.passed
-      if (!wanted()) throw new StoreOpeningError('the store was closed before it was opened')
-      return await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked))
-    }, check.stop)
+    return openingStore(opts.path, async () => await SqliteStore.migrated(opts, openAsChecked(opts.path, opts.synchronous, checked)))
   }
 
   /** Migrates `db` and makes the store of it; `db` is closed if that fails. */
   private static async migrated (opts: SqliteStoreOptions, db: Database.Database): Promise<SqliteStore> {
-    const onDisk = opts.path !== ':memory:'
     let wal: WalFlush | undefined
     let file: StoreFile | undefined
     try {
       migrateSqlite(db)
-      if (!onDisk) return new SqliteStore(db, opts, undefined, undefined)
+      if (opts.path === ':memory:') return new SqliteStore(db, opts, undefined, undefined)
       const storeId = ensureStoreId(db)
       writeMarker(opts.path, storeId)
       file = StoreFile.open(opts.path, storeId, true)
@@ -294,7 +278,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   }
 
   static migrate (opts: SqliteStoreOptions): number[] {
-    const db = openChecked(opts, 'command')
+    const db = openChecked(opts)
     try {
       const versions = migrateSqlite(db)
       if (opts.path !== ':memory:') writeMarker(opts.path, ensureStoreId(db))
@@ -367,22 +351,20 @@ function openAsChecked (path: string, synchronous: SynchronousLevel, checked: St
     const now = statSync(path, { throwIfNoEntry: false })
     return now !== undefined && now.dev === checked.dev && now.ino === checked.ino
   }
-  const elsewhere = () => new StoreMissingError(`the SQLite database ${path} was removed or replaced while it was checked at start; it is not served. ` +
-    'Put the database back (restore a backup) and start again')
-  if (!same()) throw elsewhere()
-  const db = openSqlite(path, synchronous, { mustExist: true })
-  if (!same()) {
+  if (same()) {
+    const db = openSqlite(path, synchronous, { mustExist: true })
+    if (same()) return db
     db.close()
-    throw elsewhere()
   }
-  return db
+  throw new StoreMissingError(`the SQLite database ${path} was removed or replaced while it was checked at start; it is not served. ` +
+    'Put the database back (restore a backup) and start again')
 }
 
 /** Refused where a store was, or where another store is; an existing file must pass quick_check. */
-function openChecked ({ path, synchronous }: SqliteStoreOptions, opener: Opener): Database.Database {
+function openChecked ({ path, synchronous }: SqliteStoreOptions): Database.Database {
   const fresh = path !== ':memory:' && isNew(path)
   if (fresh) refuseNewWhereDataWas(path)
-  else if (path !== ':memory:') refuseForeignStore(path, opener)
+  else if (path !== ':memory:') refuseForeignStore(path, 'command')
   let db: Database.Database
   try {
     db = openSqlite(path, synchronous)

@@ -55,7 +55,7 @@ export type Opener = 'start' | 'command'
  * would otherwise be served, backed up or loaded into as this one, its marker rewritten and, on a
  * store without keys, a new first key made. Deleting the marker says the database is meant (a restore).
  */
-export function refuseForeignStore (path: string, opener: Opener = 'start'): void {
+export function refuseForeignStore (path: string, opener: Opener): void {
   const marker = markerPath(path)
   if (!existsSync(marker)) return
   const expected = readFileSync(marker, 'utf8').trim()
