@@ -91,7 +91,14 @@ export function parseDatabaseUrl (value: string, cwd: string): DatabaseLocation 
     return { kind: 'sqlite', path: resolve(cwd, path) }
   }
   if (/^postgres(ql)?:\/\//.test(value)) {
-    if (!URL.canParse(value)) throw new ConfigError('DATABASE_URL: not a valid postgres:// URL')
+    const url = URL.parse(value)
+    if (url === null) throw new ConfigError('DATABASE_URL: not a valid postgres:// URL')
+    try {
+      // Every line that names the store decodes them (store/location.ts).
+      decodeURIComponent(url.username + url.pathname)
+    } catch {
+      throw new ConfigError('DATABASE_URL: the user or database name has a malformed %-escape (write a % itself as %25)')
+    }
     return { kind: 'postgres', url: value }
   }
   throw new ConfigError('DATABASE_URL: must start with sqlite: or postgres:// (got an unsupported scheme)')

@@ -1,6 +1,6 @@
 import { ConfigError, type Config } from '../config/index.js'
 import { DescribedError } from '../errors.js'
-import { postgresTarget } from '../store/location.js'
+import { postgresFailureLine } from '../store/postgres/start-failure.js'
 
 /*
  * Start-up (and CLI) failures as one line for people: the cause, read from the drivers' error codes,
@@ -8,7 +8,7 @@ import { postgresTarget } from '../store/location.js'
  * (store/location.ts), never by its URL.
  */
 
-interface ErrorLike { message: string, code?: unknown, syscall?: unknown, path?: unknown, severity?: unknown, errors?: unknown, cause?: unknown }
+interface ErrorLike { message: string, code?: unknown, syscall?: unknown, path?: unknown, errors?: unknown, cause?: unknown }
 
 function isErrorLike (v: unknown): v is ErrorLike {
   return typeof v === 'object' && v !== null && typeof (v as { message?: unknown }).message === 'string'
@@ -26,47 +26,16 @@ export function errorChain (err: unknown): ErrorLike[] {
   return out
 }
 
-/** A Map: looked up by a code an error carries, which must never reach Object.prototype. */
-const SOCKET_WORDS: ReadonlyMap<string, string> = new Map([
-  ['ECONNREFUSED', 'connection refused'],
-  ['ECONNRESET', 'connection reset'],
-  ['ETIMEDOUT', 'connection timed out'],
-  ['EHOSTUNREACH', 'host unreachable'],
-  ['ENETUNREACH', 'network unreachable'],
-  ['ENOTFOUND', 'host name not found'],
-  ['EAI_AGAIN', 'host name lookup failed']
-])
 const PERMISSION = new Set(['EACCES', 'EPERM', 'EROFS'])
-const SQLSTATE = /^[0-9A-Z]{5}$/
 
 function oneLine (s: string): string {
   return s.replace(/\s*\n\s*/g, ' ').trim()
 }
 
-function postgres (errors: ErrorLike[], url: string): string | undefined {
-  // The PostgreSQL store's own one-line description (store/postgres/start-failure.ts).
-  const described = errors.find(e => e.message.startsWith('PostgreSQL at '))
-  if (described !== undefined) return oneLine(described.message)
-  const t = postgresTarget(url)
-  const where = `${t.host}:${t.port}`
-  const server = errors.find(e => typeof e.code === 'string' && SQLSTATE.test(e.code) && e.severity !== undefined)
-  if (server !== undefined) {
-    const code = server.code as string
-    const said = `${oneLine(server.message)} (SQLSTATE ${code})`
-    if (code === '28P01' || code === '28000') return `PostgreSQL at ${where} refused to log in${t.user === undefined ? '' : ` user "${t.user}"`}: ${said}; check the user and password in DATABASE_URL`
-    if (code === '3D000') return `PostgreSQL at ${where} has no database "${t.database}": ${said}; create it or fix the database name in DATABASE_URL`
-    if (code.startsWith('53')) return `PostgreSQL at ${where} cannot take a connection: ${said}; check its max_connections, or lower PG_POOL_MAX`
-    return `PostgreSQL at ${where} refused: ${said}; check DATABASE_URL and the server`
-  }
-  const socket = errors.find(e => typeof e.code === 'string' && SOCKET_WORDS.has(e.code))
-  if (socket !== undefined) {
-    const code = socket.code as string
-    return `cannot reach PostgreSQL at ${where} (${code}: ${SOCKET_WORDS.get(code)!}); check that PostgreSQL is running there and the host and port in DATABASE_URL`
-  }
-  if (errors.some(e => /timeout|timed out/i.test(e.message))) {
-    return `cannot reach PostgreSQL at ${where} (no answer within PG_CONNECT_TIMEOUT_MS); check that PostgreSQL is running there and the host and port in DATABASE_URL`
-  }
-  return undefined
+function postgres (errors: ErrorLike[], url: string, connectTimeoutMs: number): string | undefined {
+  // The PostgreSQL store's own one-line description, or one made the same way (store/postgres/start-failure.ts).
+  const line = errors.find(e => e.message.startsWith('PostgreSQL at '))?.message ?? postgresFailureLine(errors[0], url, connectTimeoutMs)
+  return line === undefined ? undefined : oneLine(line)
 }
 
 function sqlite (errors: ErrorLike[], path: string): string | undefined {
@@ -99,7 +68,7 @@ export function describeListenFailure (err: unknown, host: string, port: number,
 }
 
 /** One line (no stack) saying what failed and which setting to look at. */
-export function describeFailure (err: unknown, config?: Pick<Config, 'database'>): string {
+export function describeFailure (err: unknown, config?: Pick<Config, 'database' | 'pgConnectTimeoutMs'>): string {
   if (err instanceof ConfigError) return `invalid configuration: ${oneLine(err.message)}`
   if (err instanceof DescribedError) return oneLine(err.message)
   const errors = errorChain(err)
@@ -107,7 +76,7 @@ export function describeFailure (err: unknown, config?: Pick<Config, 'database'>
   if (outer === undefined) return oneLine(String(err))
   let line: string | undefined
   if (config !== undefined) {
-    line = config.database.kind === 'postgres' ? postgres(errors, config.database.url) : sqlite(errors, config.database.path)
+    line = config.database.kind === 'postgres' ? postgres(errors, config.database.url, config.pgConnectTimeoutMs) : sqlite(errors, config.database.path)
   }
   return line ?? errors.map(e => oneLine(e.message)).filter((m, i, all) => m !== '' && all.indexOf(m) === i).join(': ')
 }

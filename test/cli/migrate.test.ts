@@ -26,4 +26,13 @@ describe('petstore migrate [postgres, unreachable]', () => {
     assert.match(res.stderr, /^petstore: store: PostgreSQL database "none" on 127\.0\.0\.1:1 as postgres\npetstore: PostgreSQL at 127\.0\.0\.1:1 \(database "none", user "postgres"\): connection refused \(ECONNREFUSED\); check the host and port in DATABASE_URL, and that PostgreSQL \(or the pooler\) is running there\n$/)
     assert.doesNotMatch(res.stderr, /pw-9f3a/)
   })
+
+  it('a malformed %-escape in DATABASE_URL: one line naming DATABASE_URL, never a bare "URI malformed"', async () => {
+    const user = await runCli(['migrate'], { DATABASE_URL: 'postgres://%zz@127.0.0.1:1/db' })
+    assert.deepEqual([user.code, user.stdout, user.stderr], [1, '', 'petstore: invalid configuration: DATABASE_URL: the user or database name has a malformed %-escape (write a % itself as %25)\n'])
+    // pg decodes the password itself: its refusal is described as any other connection failure.
+    const password = await runCli(['migrate'], { DATABASE_URL: 'postgres://u:%c3%28@127.0.0.1:1/db' })
+    assert.deepEqual([password.code, password.stdout], [1, ''])
+    assert.match(password.stderr, /\npetstore: PostgreSQL at 127\.0\.0\.1:1 \(database "db", user "u"\): URI malformed; check DATABASE_URL and the server's log\n$/)
+  })
 })

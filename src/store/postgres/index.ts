@@ -1,3 +1,4 @@
+import type pg from 'pg'
 import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, planCreates } from '../creates.js'
 import { type KeysAndSettingsSql, SharedRepositories } from '../repositories.js'
@@ -78,14 +79,16 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
 
   /** Serialized across instances; a failure's message names the cause and the setting to look at. */
   static async migrate (opts: PgConnectionOptions): Promise<number[]> {
-    const client = createMigrationClient(opts)
+    let client: pg.Client | undefined
     try {
+      // pg reads the URL here (and any certificate file it names): a failure there is described too.
+      client = createMigrationClient(opts)
       await client.connect()
       return await migratePostgres(client)
     } catch (err) {
       throw startFailure(err, opts.url, opts.connectTimeoutMs)
     } finally {
-      await client.end().catch(() => {})
+      await client?.end().catch(() => {})
     }
   }
 

@@ -1,4 +1,3 @@
-import pg from 'pg'
 import { StoreUnavailableError } from '../../errors.js'
 import { postgresTarget } from '../location.js'
 
@@ -7,17 +6,26 @@ import { postgresTarget } from '../location.js'
  * the setting to look at. The original error stays the `cause`.
  */
 export function startFailure (err: unknown, url: string, connectTimeoutMs: number): StoreUnavailableError {
-  const { cause, check } = explain(err, connectTimeoutMs)
+  const e = (err ?? {}) as { code?: unknown, message?: unknown }
+  const text = typeof e.message === 'string' ? e.message : String(err)
+  const { cause, check } = explain(err, connectTimeoutMs) ??
+    { cause: typeof e.code === 'string' && !text.startsWith(e.code) ? `${e.code} ${text}` : text, check: 'DATABASE_URL and the server\'s log' }
   return new StoreUnavailableError(`PostgreSQL at ${describeTarget(url)}: ${cause}; check ${check}`, { cause: err })
 }
 
+/**
+ * startFailure's line for an error met on an open store (the CLI's, or the server's first-key check),
+ * when it or one of its causes is PostgreSQL's, the pooler's or the socket's answer; otherwise undefined.
+ * Loads no driver: failure-lines.ts, which every command loads, calls it.
+ */
+export function postgresFailureLine (err: unknown, url: string, connectTimeoutMs: number): string | undefined {
+  return explain(err, connectTimeoutMs) === undefined ? undefined : startFailure(err, url, connectTimeoutMs).message
+}
+
+/** The URL parses and its parts decode: config/index.ts refuses it otherwise. */
 function describeTarget (url: string): string {
-  try {
-    const t = postgresTarget(url)
-    return `${t.host}:${t.port} (database "${t.database}"${t.user === undefined ? '' : `, user "${t.user}"`})`
-  } catch {
-    return 'DATABASE_URL'
-  }
+  const t = postgresTarget(url)
+  return `${t.host}:${t.port} (database "${t.database}"${t.user === undefined ? '' : `, user "${t.user}"`})`
 }
 
 export class PgSettingError extends Error {
@@ -63,21 +71,22 @@ const BY_ERRNO: ReadonlyMap<string, { cause: string, check: string }> = new Map(
   ETIMEDOUT: { cause: 'the connection timed out (ETIMEDOUT)', check: 'the host and port in DATABASE_URL, and firewalls between' }
 }))
 
-function explain (err: unknown, connectTimeoutMs: number): { cause: string, check: string } {
+/** The first error of the chain (err, then its causes) that says what went wrong; undefined when none does. */
+function explain (err: unknown, connectTimeoutMs: number): { cause: string, check: string } | undefined {
   if (err instanceof PgSettingError) return { cause: err.message, check: err.check }
-  if (err instanceof pg.DatabaseError) {
-    const code = err.code ?? ''
+  const e = (err ?? {}) as { code?: unknown, message?: unknown, severity?: unknown, cause?: unknown }
+  const code = typeof e.code === 'string' ? e.code : ''
+  const text = typeof e.message === 'string' ? e.message : String(err)
+  // The server's (or the pooler's) answer: pg's DatabaseError, known by its shape so no driver is loaded.
+  if (typeof e.severity === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
     return {
-      cause: `${String(err.severity)} ${code} ${err.message}`,
+      cause: `${e.severity} ${code} ${text}`,
       check: BY_CODE.get(code) ??
-        (code === '08P01' ? BY_POOLER_TEXT.find(([re]) => re.test(err.message))?.[1] : undefined) ??
+        (code === '08P01' ? BY_POOLER_TEXT.find(([re]) => re.test(text))?.[1] : undefined) ??
         BY_CLASS.get(code.slice(0, 2)) ?? 'the server\'s log for this error'
     }
   }
-  const e = (err ?? {}) as { code?: unknown, message?: unknown }
-  const code = typeof e.code === 'string' ? e.code : undefined
-  const text = typeof e.message === 'string' ? e.message : String(err)
-  const errno = code === undefined ? undefined : BY_ERRNO.get(code)
+  const errno = BY_ERRNO.get(code)
   if (errno !== undefined) return errno
   if (/timeout/i.test(text)) {
     return {
@@ -86,8 +95,8 @@ function explain (err: unknown, connectTimeoutMs: number): { cause: string, chec
     }
   }
   if (/terminated unexpectedly|Connection terminated/i.test(text)) {
-    return { cause: 'the server closed the connection during start-up', check: 'sslmode in DATABASE_URL, and the server\'s (or the pooler\'s) log' }
+    return { cause: 'the server closed the connection unexpectedly', check: 'sslmode in DATABASE_URL, and the server\'s (or the pooler\'s) log' }
   }
   if (/password/i.test(text)) return { cause: text, check: 'the password in DATABASE_URL' }
-  return { cause: code !== undefined ? `${code} ${text}` : text, check: 'DATABASE_URL and the server\'s log' }
+  return e.cause === undefined ? undefined : explain(e.cause, connectTimeoutMs)
 }
