@@ -72,7 +72,7 @@ const BY_ERRNO: ReadonlyMap<string, { cause: string, check: string }> = new Map(
 }))
 
 /** The first error of the chain (err, then its causes) that says what went wrong; undefined when none does. */
-function explain (err: unknown, connectTimeoutMs: number): { cause: string, check: string } | undefined {
+function explain (err: unknown, connectTimeoutMs: number, depth = 0): { cause: string, check: string } | undefined {
   if (err instanceof PgSettingError) return { cause: err.message, check: err.check }
   const e = (err ?? {}) as { code?: unknown, message?: unknown, severity?: unknown, cause?: unknown }
   const code = typeof e.code === 'string' ? e.code : ''
@@ -98,5 +98,6 @@ function explain (err: unknown, connectTimeoutMs: number): { cause: string, chec
     return { cause: 'the server closed the connection unexpectedly', check: 'sslmode in DATABASE_URL, and the server\'s (or the pooler\'s) log' }
   }
   if (/password/i.test(text)) return { cause: text, check: 'the password in DATABASE_URL' }
-  return e.cause === undefined ? undefined : explain(e.cause, connectTimeoutMs)
+  // Causes followed as errorChain (runtime/failure-lines.ts) follows them: ten deep at most, so a cycle ends.
+  return e.cause === undefined || depth >= 10 ? undefined : explain(e.cause, connectTimeoutMs, depth + 1)
 }
