@@ -1,7 +1,7 @@
 // requires: script
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
@@ -98,6 +98,18 @@ describe('the petstore CLI cannot surprise (black box)', () => {
     assert.equal(created.code, 0, created.stderr)
     assert.match(created.stderr, new RegExp(`^petstore: store: SQLite ${path}\\ncreated key 1 \\(x\\)`))
     assert.ok(existsSync(path))
+  })
+
+  it('export and backup of a store that cannot be reached leave no file behind, partial or whole', async (t) => {
+    const dir = tempDir(t)
+    // Port 1: nothing listens there, so the connection is refused at once.
+    const env = { DATABASE_URL: 'postgres://u@127.0.0.1:1/db' }
+    for (const args of [['export', '--out', join(dir, 'e.ndjson')], ['backup', join(dir, 'b.ndjson')]]) {
+      const r = await runCli(args, env)
+      assert.equal(r.code, 1, `${args[0]!}: ${r.stderr}`)
+      assert.match(r.stderr, /^petstore: PostgreSQL at 127\.0\.0\.1:1 .*connection refused/m, args[0])
+      assert.deepEqual(readdirSync(dir), [], args[0])
+    }
   })
 
   it('export, backup and copy read only a database that exists; import and copy never make one where a store was lost', async (t) => {

@@ -46,8 +46,9 @@ export function registerBackupCommand (program: Command, clock: Clock): void {
           `backed up ${r.pets} pets and ${r.apiKeys} API keys to ${dest} (${r.bytes} bytes, integrity_check ok)`)
         return
       }
-      const file = new AtomicFile(dest)
+      // The store first: a store that cannot be read leaves no partial file behind.
       const reader = await openTransferReader(db, config)
+      const file = new AtomicFile(dest)
       try {
         await file.ready()
         const now = new Date(clock())

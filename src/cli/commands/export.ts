@@ -22,8 +22,9 @@ export function registerExportCommand (program: Command, clock: Clock): void {
       const started = performance.now()
       const config = loadConfig()
       announceStore(config, { readsOnly: true })
-      const file = opts.out === undefined ? undefined : new AtomicFile(resolve(opts.out))
+      // The store first: a store that cannot be read leaves no partial file behind.
       const reader = await openTransferReader(config.database, config)
+      const file = opts.out === undefined ? undefined : new AtomicFile(resolve(opts.out))
       try {
         await file?.ready()
         const now = new Date(clock())
