@@ -67,7 +67,8 @@ const STATUS_TEXT: Record<number, string> = {
   431: 'Request headers too large',
   500: 'Internal error',
   501: 'Not implemented',
-  503: 'Service unavailable'
+  503: 'Service unavailable',
+  505: 'HTTP version not supported'
 }
 
 /** Headers an error of this status always carries, wherever it comes from. */

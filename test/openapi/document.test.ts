@@ -130,6 +130,10 @@ describe('the OpenAPI document', () => {
     assert.ok(header(doc.components.responses.TooManyRequests, 'Retry-After').required)
     assert.ok(header(doc.components.responses.Unauthorized_getPet, 'Deprecation').required)
     assert.ok(header(doc.components.responses.Unauthorized, 'X-Request-Id').required)
+    // Each is named and described by its status, never by the generic fallback "Error".
+    for (const [name, r] of Object.entries(doc.components.responses as Record<string, Json>)) {
+      assert.doesNotMatch(`${name} ${String(r.description)}`, /^Error(_|\s)|\sError:/, name)
+    }
     assert.match(doc.info.description, /Every answer carries/)
   })
 
