@@ -64,9 +64,7 @@ export function compress (body: string | Buffer, coding: Compressed, best = fals
     ? gzipSync(input, { level: best ? 9 : 6 })
     : brotliCompressSync(input, { params: { [constants.BROTLI_PARAM_QUALITY]: best ? 11 : 5, [constants.BROTLI_PARAM_SIZE_HINT]: input.length } })
   if (out.byteOffset === 0 && out.buffer.byteLength === out.length) return out
-  const own = Buffer.allocUnsafeSlow(out.length)
-  out.copy(own)
-  return own
+  return Buffer.from(out.buffer.slice(out.byteOffset, out.byteOffset + out.length))
 }
 
 /** The identity tag a coding's tag was made from (`"t-gzip"` → `"t"`), or the tag as it is. */

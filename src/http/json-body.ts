@@ -15,12 +15,11 @@
  */
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { parse as parseLossless } from 'lossless-json'
+import { parse as parseLossless, splitNumber } from 'lossless-json'
 import sjson from 'secure-json-parse'
 import { ApiError } from '../errors.js'
 import { charsetProblem } from './media-types.js'
 
-const NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
 /**
@@ -28,20 +27,16 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
  * bits as BigInt; a fraction no double tells from an integer becomes NaN, so no integer rule accepts it.
  */
 function exactNumber (text: string): number | bigint {
-  const m = NUMBER.exec(text)
-  if (m === null) return Number(text)
-  const [, sign, whole, fraction = '', exponent = '0'] = m
-  const significant = (whole! + fraction).replace(/^0+/, '')
-  if (significant === '') return 0
-  const digits = significant.replace(/0+$/, '')
-  const scale = Number(exponent) - fraction.length + (significant.length - digits.length)
+  // digits: the significant ones (zero is '0'); the value is d.ddd × 10^exponent.
+  const { sign, digits, exponent } = splitNumber(text)
+  const scale = exponent - (digits.length - 1)
   if (scale < 0) {
     const n = Number(text)
     return Number.isInteger(n) ? NaN : n
   }
   // Past 20 digits an integer is beyond any 64-bit range; its exact size no longer matters.
-  if (digits.length + scale > 20) return BigInt(`${sign!}1${'0'.repeat(20)}`)
-  const value = BigInt(`${sign!}${digits}`) * 10n ** BigInt(scale)
+  if (digits.length + scale > 20) return BigInt(`${sign}1${'0'.repeat(20)}`)
+  const value = BigInt(`${sign}${digits}`) * 10n ** BigInt(scale)
   return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value
 }
 

@@ -23,10 +23,6 @@ export interface Representation extends Codable {
   key?: string | undefined
 }
 
-function etagOf (body: string | Buffer): string {
-  return `"${hash('sha1', body, 'base64url')}"`
-}
-
 /** A read's body as the route's 200 schema serializes it (the serializer Fastify compiled for the route). */
 export function serialized (reply: FastifyReply, payload: object): string {
   // Fastify's types take an object; an array is serialized by its schema as well.
@@ -35,7 +31,8 @@ export function serialized (reply: FastifyReply, payload: object): string {
 
 /** A representation of a serialized body. */
 export function represent (body: string | Buffer, link?: string): Representation {
-  return { body, bytes: Buffer.byteLength(body), etag: etagOf(body), link, gzip: undefined, br: undefined, key: undefined }
+  const etag = `"${hash('sha1', body, 'base64url')}"`
+  return { body, bytes: Buffer.byteLength(body), etag, link, gzip: undefined, br: undefined, key: undefined }
 }
 
 /** Whether an If-Match or If-None-Match value is `*` or lists `etag`, each tag it lists read by `compared` first. */

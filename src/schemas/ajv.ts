@@ -6,18 +6,16 @@ type Json = Record<string, unknown>
 
 /**
  * Ajv for requests: JSON Schema 2020-12 (the document's dialect), defaults filled in, nothing coerced
- * or dropped (Fastify's own Ajv coerces "5" to 5 and removes unknown fields: a client-sent id would
- * vanish instead of being refused). `allErrors` for bodies, which are answered with every broken rule.
- * One keyword added, `int64` (see withInt64): Ajv's integer refuses a BigInt, which is how an integer
- * past 2^53 arrives.
+ * or dropped, as Ajv ships (Fastify's own Ajv coerces "5" to 5 and removes unknown fields: a
+ * client-sent id would vanish instead of being refused). `allErrors` for bodies, which are answered
+ * with every broken rule. One keyword added, `int64` (see withInt64): Ajv's integer refuses a BigInt,
+ * which is how an integer past 2^53 arrives.
  */
 export function createRequestAjv (opts: { allErrors?: boolean } = {}): Ajv2020 {
   // Loaded with the first validator, not at start.
   const { Ajv2020 } = createRequire(import.meta.url)('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')
   const ajv = new Ajv2020({
     allErrors: opts.allErrors ?? false,
-    coerceTypes: false,
-    removeAdditional: false,
     useDefaults: true,
     verbose: true,
     strict: true,
