@@ -11,7 +11,6 @@ export type WriterOp =
   | { op: 'checkpoint' }
   | { op: 'touchApiKeys', entries: Array<[number, string]> }
   | { op: 'purgeIdempotencyKeys', beforeMs: number }
-export type WriterRequest = WriterOp & { id: number }
 /** The thread's workerData: the database and the identity of the file its store opened. */
 export interface WriterData { path: string, synchronous: SynchronousLevel, file: { identity: StoreFileIdentity, idAtOpen: number | undefined } }
 export type WriterResponse =
@@ -48,7 +47,7 @@ function checkpoint (): unknown {
   }
 }
 
-port.on('message', (req: WriterRequest | { op: 'close' }) => {
+port.on('message', (req: WriterOp & { id: number } | { op: 'close' }) => {
   if (req.op === 'close') {
     db.close()
     file.close()
