@@ -51,6 +51,20 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   private readonly goneListeners: Array<Parameters<GoneNotices['onGone']>[0]> = []
   private readonly writer: WorkerWriter | undefined
 
+  protected readonly sql: KeysAndSettingsSql = {
+    insertKey: async (k) => await this.writeNow(() => this.stmts.insertKey.get(k.name, k.hash, k.scopes, k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? null) as KeyRow),
+    keyByHash: async (hash) => this.guard(() => this.stmts.keyByHash.get(hash) as KeyGrantRow | undefined),
+    listKeys: async () => this.guard(() => this.stmts.listKeys.all() as KeyRow[]),
+    revokeKey: async (id, at) => (await this.writeNow(() => this.stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
+    touchKeys: async (usedAt) => {
+      const entries = [...usedAt].map(([id, at]): [number, string] => [id, at.toISOString()])
+      await this.inBackground({ op: 'touchApiKeys', entries }, (writes) => { writes.touchApiKeys(entries) })
+    },
+    countKeys: async () => this.guard(() => this.stmts.countKeys.get() as bigint),
+    insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => this.stmts.insertSetting.run(name, value)) },
+    setting: async (name) => this.guard(() => this.stmts.getSetting.get(name) as string)
+  }
+
   private constructor (
     private readonly db: Database.Database,
     opts: SqliteStoreOptions,
@@ -77,23 +91,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       getSetting: db.prepare('SELECT value FROM settings WHERE name = ?').pluck(),
       ping: db.prepare('SELECT 1')
     }
-    const stmts = this.stmts
-    this.sql = {
-      insertKey: async (k) => await this.writeNow(() => stmts.insertKey.get(k.name, k.hash, k.scopes, k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? null) as KeyRow),
-      keyByHash: async (hash) => this.guard(() => stmts.keyByHash.get(hash) as KeyGrantRow | undefined),
-      listKeys: async () => this.guard(() => stmts.listKeys.all() as KeyRow[]),
-      revokeKey: async (id, at) => (await this.writeNow(() => stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
-      touchKeys: async (usedAt) => {
-        const entries = [...usedAt].map(([id, at]): [number, string] => [id, at.toISOString()])
-        await this.inBackground({ op: 'touchApiKeys', entries }, (writes) => { writes.touchApiKeys(entries) })
-      },
-      countKeys: async () => this.guard(() => stmts.countKeys.get() as bigint),
-      insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => stmts.insertSetting.run(name, value)) },
-      setting: async (name) => this.guard(() => stmts.getSetting.get(name) as string)
-    }
   }
-
-  protected readonly sql: KeysAndSettingsSql
 
   /** A failure that says the file is not a sound database makes the store gone. */
   private guard<T> (fn: () => T): T {
