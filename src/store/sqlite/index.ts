@@ -14,8 +14,7 @@ import { openingStore } from './opening.js'
 import { isMalformedError, MalformedStoreError, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, isNew, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
-import { prepareWrites, type SqliteWrites } from './writes.js'
-import type { WriterOp } from './writer-worker.js'
+import { type BackgroundWrite, prepareWrites, type SqliteWrites } from './writes.js'
 
 // How long a readiness check waits for a writer thread that is still booting.
 const WRITER_READY_WAIT_MS = 2000
@@ -58,7 +57,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
     revokeKey: async (id, at) => (await this.writeNow(() => this.stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
     touchKeys: async (usedAt) => {
       const entries = [...usedAt].map(([id, at]): [number, string] => [id, at.toISOString()])
-      await this.inBackground({ op: 'touchApiKeys', entries }, (writes) => { writes.touchApiKeys(entries) })
+      await this.inBackground({ op: 'touchApiKeys', entries })
     },
     countKeys: async () => this.guard(() => this.stmts.countKeys.get() as bigint),
     insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => this.stmts.insertSetting.run(name, value)) },
@@ -105,10 +104,10 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   }
 
   /** A write nobody waits for: on the background thread when there is one (a file), else here. */
-  private async inBackground<T> (op: WriterOp, here: (writes: SqliteWrites) => T): Promise<T> {
-    if (this.writer === undefined) return this.guard(() => here(this.writes))
+  private async inBackground<T> (write: BackgroundWrite): Promise<T> {
+    if (this.writer === undefined) return this.guard(() => this.writes.background(write) as T)
     if (this.lost.gone !== undefined) throw this.lost.gone
-    return await this.writer.run<T>(op)
+    return await this.writer.run<T>(write)
   }
 
   onGone (listener: Parameters<GoneNotices['onGone']>[0]): void {
@@ -287,8 +286,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   }
 
   async purgeIdempotencyKeys (before: Date): Promise<number> {
-    const beforeMs = before.getTime()
-    return await this.inBackground({ op: 'purgeIdempotencyKeys', beforeMs }, (writes) => writes.purgeIdempotencyKeys(beforeMs))
+    return await this.inBackground({ op: 'purgeIdempotencyKeys', beforeMs: before.getTime() })
   }
 
   // The ids of a batch committed but not yet flushed are hidden: a read shows them only once durable.
