@@ -14,8 +14,7 @@ import { openingStore } from './opening.js'
 import { isMalformedError, MalformedStoreError, quickCheck, refuseForeignStore, refuseNewWhereDataWas, StoreMissingError, writeMarker } from './start-checks.js'
 import { type Gone, isNew, StoreFile } from './store-file.js'
 import { WalFlush } from './wal-flush.js'
-import { prepareWrites, type SqliteWrites } from './writes.js'
-import type { WriterOp } from './writer-worker.js'
+import { type BackgroundWrite, prepareWrites, type SqliteWrites } from './writes.js'
 
 // How long a readiness check waits for a writer thread that is still booting.
 const WRITER_READY_WAIT_MS = 2000
@@ -51,6 +50,20 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   private readonly goneListeners: Array<Parameters<GoneNotices['onGone']>[0]> = []
   private readonly writer: WorkerWriter | undefined
 
+  protected readonly sql: KeysAndSettingsSql = {
+    insertKey: async (k) => await this.writeNow(() => this.stmts.insertKey.get(k.name, k.hash, k.scopes, k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? null) as KeyRow),
+    keyByHash: async (hash) => this.guard(() => this.stmts.keyByHash.get(hash) as KeyGrantRow | undefined),
+    listKeys: async () => this.guard(() => this.stmts.listKeys.all() as KeyRow[]),
+    revokeKey: async (id, at) => (await this.writeNow(() => this.stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
+    touchKeys: async (usedAt) => {
+      const entries = [...usedAt].map(([id, at]): [number, string] => [id, at.toISOString()])
+      await this.inBackground({ op: 'touchApiKeys', entries })
+    },
+    countKeys: async () => this.guard(() => this.stmts.countKeys.get() as bigint),
+    insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => this.stmts.insertSetting.run(name, value)) },
+    setting: async (name) => this.guard(() => this.stmts.getSetting.get(name) as string)
+  }
+
   private constructor (
     private readonly db: Database.Database,
     opts: SqliteStoreOptions,
@@ -77,23 +90,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
       getSetting: db.prepare('SELECT value FROM settings WHERE name = ?').pluck(),
       ping: db.prepare('SELECT 1')
     }
-    const stmts = this.stmts
-    this.sql = {
-      insertKey: async (k) => await this.writeNow(() => stmts.insertKey.get(k.name, k.hash, k.scopes, k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? null) as KeyRow),
-      keyByHash: async (hash) => this.guard(() => stmts.keyByHash.get(hash) as KeyGrantRow | undefined),
-      listKeys: async () => this.guard(() => stmts.listKeys.all() as KeyRow[]),
-      revokeKey: async (id, at) => (await this.writeNow(() => stmts.revokeKey.run({ at: at.toISOString(), id }))).changes,
-      touchKeys: async (usedAt) => {
-        const entries = [...usedAt].map(([id, at]): [number, string] => [id, at.toISOString()])
-        await this.inBackground({ op: 'touchApiKeys', entries }, (writes) => { writes.touchApiKeys(entries) })
-      },
-      countKeys: async () => this.guard(() => stmts.countKeys.get() as bigint),
-      insertSettingIfAbsent: async (name, value) => { await this.writeNow(() => stmts.insertSetting.run(name, value)) },
-      setting: async (name) => this.guard(() => stmts.getSetting.get(name) as string)
-    }
   }
-
-  protected readonly sql: KeysAndSettingsSql
 
   /** A failure that says the file is not a sound database makes the store gone. */
   private guard<T> (fn: () => T): T {
@@ -107,10 +104,10 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   }
 
   /** A write nobody waits for: on the background thread when there is one (a file), else here. */
-  private async inBackground<T> (op: WriterOp, here: (writes: SqliteWrites) => T): Promise<T> {
-    if (this.writer === undefined) return this.guard(() => here(this.writes))
+  private async inBackground<T> (write: BackgroundWrite): Promise<T> {
+    if (this.writer === undefined) return this.guard(() => this.writes.background(write) as T)
     if (this.lost.gone !== undefined) throw this.lost.gone
-    return await this.writer.run<T>(op)
+    return await this.writer.run<T>(write)
   }
 
   onGone (listener: Parameters<GoneNotices['onGone']>[0]): void {
@@ -289,8 +286,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   }
 
   async purgeIdempotencyKeys (before: Date): Promise<number> {
-    const beforeMs = before.getTime()
-    return await this.inBackground({ op: 'purgeIdempotencyKeys', beforeMs }, (writes) => writes.purgeIdempotencyKeys(beforeMs))
+    return await this.inBackground({ op: 'purgeIdempotencyKeys', beforeMs: before.getTime() })
   }
 
   // The ids of a batch committed but not yet flushed are hidden: a read shows them only once durable.

@@ -46,16 +46,14 @@ function storeIdOf (path: string): number | undefined {
   }
 }
 
-/** Who meets a refusal: a server start, or a command (which the operator runs again). */
-export type Opener = 'start' | 'command'
-
 /**
  * For a database at `path` that is not new: when a marker is there, the database must be the store
  * it names. Another store moved or copied over the path (or one an import made, which has no id yet)
  * would otherwise be served, backed up or loaded into as this one, its marker rewritten and, on a
  * store without keys, a new first key made. Deleting the marker says the database is meant (a restore).
+ * `opener`, who meets a refusal: a server start, or a command (which the operator runs again).
  */
-export function refuseForeignStore (path: string, opener: Opener): void {
+export function refuseForeignStore (path: string, opener: 'start' | 'command'): void {
   const marker = markerPath(path)
   if (!existsSync(marker)) return
   const expected = readFileSync(marker, 'utf8').trim()

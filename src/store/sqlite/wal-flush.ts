@@ -11,7 +11,8 @@ import { fsyncPath } from '../files.js'
  * once): the flusher stays failed and the store refuses writes.
  */
 export class WalFlush {
-  private failed: Error | undefined
+  /** The first flush's failure: set once, never cleared. */
+  error: Error | undefined
   private readonly pending = new Set<Promise<void>>()
 
   private constructor (private fd: number | undefined) {}
@@ -24,16 +25,12 @@ export class WalFlush {
     return new WalFlush(openSync(`${real}-wal`, 'r+'))
   }
 
-  get error (): Error | undefined {
-    return this.failed
-  }
-
   /** Resolves once everything written to the WAL before the call is on the disk. */
   async flush (): Promise<void> {
-    if (this.failed !== undefined) throw this.failed
+    if (this.error !== undefined) throw this.error
     if (this.fd === undefined) throw new Error('the WAL flusher is not open')
     const done = promisify(fdatasync)(this.fd).catch((err: Error) => {
-      this.failed ??= err
+      this.error ??= err
       throw err
     })
     this.pending.add(done)

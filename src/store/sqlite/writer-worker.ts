@@ -5,13 +5,9 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { BUSY_TIMEOUT_MS, isUnavailableError, openSqlite, type SynchronousLevel } from './connection.js'
 import { type Gone, StoreFile, type StoreFileIdentity } from './store-file.js'
-import { prepareWrites } from './writes.js'
+import { type BackgroundWrite, prepareWrites } from './writes.js'
 
-export type WriterOp =
-  | { op: 'checkpoint' }
-  | { op: 'touchApiKeys', entries: Array<[number, string]> }
-  | { op: 'purgeIdempotencyKeys', beforeMs: number }
-export type WriterRequest = WriterOp & { id: number }
+export type WriterOp = { op: 'checkpoint' } | BackgroundWrite
 /** The thread's workerData: the database and the identity of the file its store opened. */
 export interface WriterData { path: string, synchronous: SynchronousLevel, file: { identity: StoreFileIdentity, idAtOpen: number | undefined } }
 export type WriterResponse =
@@ -48,7 +44,7 @@ function checkpoint (): unknown {
   }
 }
 
-port.on('message', (req: WriterRequest | { op: 'close' }) => {
+port.on('message', (req: WriterOp & { id: number } | { op: 'close' }) => {
   if (req.op === 'close') {
     db.close()
     file.close()
@@ -58,9 +54,7 @@ port.on('message', (req: WriterRequest | { op: 'close' }) => {
   const gone = file.check()
   if (gone !== undefined) return port.postMessage({ id: req.id, gone } satisfies WriterResponse)
   try {
-    const result = req.op === 'checkpoint'
-      ? checkpoint()
-      : req.op === 'touchApiKeys' ? writes.touchApiKeys(req.entries) : writes.purgeIdempotencyKeys(req.beforeMs)
+    const result = req.op === 'checkpoint' ? checkpoint() : writes.background(req)
     // This thread's own writes grow the WAL too; a busy checkpoint is retried after the next write.
     if (req.op !== 'checkpoint') {
       try {

@@ -5,6 +5,11 @@ import { type IdemRecord, type IdemRow, toIdemRecord } from '../rows.js'
 
 export type SqliteWrites = ReturnType<typeof prepareWrites>
 
+/** A write nobody waits for: sent to the background thread (writer-worker.ts), or run here without one. */
+export type BackgroundWrite =
+  | { op: 'touchApiKeys', entries: Array<[number, string]> }
+  | { op: 'purgeIdempotencyKeys', beforeMs: number }
+
 export function prepareWrites (db: Database.Database) {
   const insertPets = multiRowInsert(db)
   const findIdem = db.prepare(`SELECT i.fingerprint, i.created_at, p.id, p.name, p.category_id, p.status
@@ -31,8 +36,8 @@ export function prepareWrites (db: Database.Database) {
   })
   return {
     createPets: (items: CreateItem[]): CreateOutcome[] => createPets.immediate(items),
-    touchApiKeys: (entries: Array<[number, string]>): void => { touchApiKeys.immediate(entries) },
-    purgeIdempotencyKeys: (beforeMs: number): number => purge.run(beforeMs).changes
+    /** purgeIdempotencyKeys returns how many keys it removed. */
+    background: (w: BackgroundWrite) => w.op === 'touchApiKeys' ? touchApiKeys.immediate(w.entries) : purge.run(w.beforeMs).changes
   }
 }
 
