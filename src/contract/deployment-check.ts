@@ -399,10 +399,9 @@ function expectedStatus (op: Json): { codes: number[], describe: string } {
 
 /** A value the parameter's schema refuses, when one follows from it. */
 function invalidValue (schema: Json | undefined): string | undefined {
-  if (schema === undefined) return undefined
-  if (Array.isArray(schema.enum)) return `${NAME_PREFIX}not-a-value`
-  if (schema.type === 'integer') return typeof schema.maximum === 'number' ? String(schema.maximum + 1) : 'x'
-  if (schema.type === 'string' && typeof schema.maxLength === 'number') return 'x'.repeat(schema.maxLength + 1)
+  if (Array.isArray(schema?.enum)) return `${NAME_PREFIX}not-a-value`
+  if (schema?.type === 'integer') return typeof schema.maximum === 'number' ? String(schema.maximum + 1) : 'x'
+  if (schema?.type === 'string' && typeof schema.maxLength === 'number') return 'x'.repeat(schema.maxLength + 1)
   return undefined
 }
 

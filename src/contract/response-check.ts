@@ -206,11 +206,8 @@ export function attempt<T> (f: () => T): T | undefined {
 }
 
 function parse (body: string, seen: Seen): unknown {
-  try {
-    return JSON.parse(body)
-  } catch {
-    return seen.fail(`body is not JSON: ${body.slice(0, 200)}`)
-  }
+  const value = attempt((): unknown => JSON.parse(body))
+  return value === undefined ? seen.fail(`body is not JSON: ${body.slice(0, 200)}`) : value
 }
 
 /** A response that differs from its document: `where` is the request and status, `drift` what differs. */

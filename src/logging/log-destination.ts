@@ -27,7 +27,6 @@ export class LogDestination {
   private pendingBytes = 0
   private spare: Buffer | undefined
   private inFlight: Buffer | undefined
-  private inFlightBuffer: Buffer | undefined
   private timer: NodeJS.Timeout | undefined
   private writing = false
   private failed = false
@@ -78,7 +77,6 @@ export class LogDestination {
   private readonly flush = (): void => {
     this.timer = undefined
     if (this.inFlight !== undefined || this.pendingBytes === 0) return
-    this.inFlightBuffer = this.pending
     this.inFlight = this.pending.subarray(0, this.pendingBytes)
     this.pending = this.spare ?? Buffer.allocUnsafeSlow(FIRST_BUFFER_BYTES)
     this.spare = undefined
@@ -119,9 +117,9 @@ export class LogDestination {
       this.writeInFlight()
       return
     }
+    // A batch buffer (allocUnsafeSlow) has an ArrayBuffer of its own: all of it is kept for a later batch.
+    if (this.inFlight!.buffer.byteLength <= KEEP_BUFFER_BYTES) this.spare = Buffer.from(this.inFlight!.buffer)
     this.inFlight = undefined
-    if (this.inFlightBuffer!.length <= KEEP_BUFFER_BYTES) this.spare = this.inFlightBuffer
-    this.inFlightBuffer = undefined
     if (this.pendingBytes !== 0) {
       this.timer ??= setTimeout(this.flush, GATHER_MS)
       return
@@ -134,7 +132,6 @@ export class LogDestination {
     this.dropped += countLines(this.pending.subarray(0, this.pendingBytes)) + (this.inFlight === undefined ? 0 : countLines(this.inFlight))
     this.pendingBytes = 0
     this.inFlight = undefined
-    this.inFlightBuffer = undefined
     for (const resolve of this.ended.splice(0)) resolve()
   }
 

@@ -13,7 +13,6 @@ const LOG_END_WAIT_MS = 2000
 
 /** Pretty lines on a terminal (synchronous: nothing lost at exit), else JSON through log-destination.ts. */
 export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'>, tracing?: Pick<Tracing, 'mixin'>) {
-  const mixin = tracing === undefined ? {} : { mixin: tracing.mixin }
   const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY)
   if (pretty) {
     // Loaded only when needed: a production start with JSON logs does not pay for it.
@@ -21,7 +20,7 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
     return {
       options: {
         level: config.logLevel,
-        ...mixin,
+        mixin: tracing?.mixin,
         stream: PinoPretty({ colorize: config.color, sync: true, destination: 1, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
       },
       end: async () => {},
@@ -31,7 +30,7 @@ export function openLog (config: Pick<Config, 'logLevel' | 'logFormat' | 'color'
   // Reading process.stdout opens it, which makes a pipe non-blocking: the destination relies on that.
   const stream = new LogDestination(process.stdout.fd, LOG_BUFFER_MAX_BYTES)
   return {
-    options: { level: config.logLevel, ...mixin, stream },
+    options: { level: config.logLevel, mixin: tracing?.mixin, stream },
     // Bounded: a stuck reader must not hang the exit.
     end: async () => { await Promise.race([stream.end(), sleep(LOG_END_WAIT_MS, undefined, { ref: false })]) },
     dropped: () => stream.dropped

@@ -2,8 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { namesStatements, noticesGone } from '../store/store.js'
 
 /** Tells the operator once what the store decided on its own: named statements off, or its SQLite file gone. */
-export default async function storeNotices (app: FastifyInstance, opts: { store: object }): Promise<void> {
-  const store = opts.store
+export default async function storeNotices (app: FastifyInstance, { store }: { store: object }): Promise<void> {
   if (noticesGone(store)) store.onGone((line, reason, level) => { app.log[level]({ reason }, line) })
   if (!namesStatements(store)) return
   store.onNamingStopped((e) => {

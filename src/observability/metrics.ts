@@ -102,13 +102,12 @@ export class Metrics {
     this.gauge({ name: 'petstore_read_cache_entries', help: 'Representations held by the read cache.', collect () { this.set(size().entries) } })
     this.gauge({ name: 'petstore_read_cache_bytes', help: 'Memory the read cache accounts for (bodies plus a fixed overhead per entry), at most READ_CACHE_MAX_MB.', collect () { this.set(size().bytes) } })
     if (isPooled(store)) {
-      const stats = store.poolStats.bind(store)
       this.gauge({
         name: 'petstore_store_pool_connections',
         help: 'Database connection pool: total and idle connections, and callers waiting for one.',
         labelNames: ['state'],
         collect () {
-          const s = stats()
+          const s = store.poolStats()
           this.set({ state: 'total' }, s.total)
           this.set({ state: 'idle' }, s.idle)
           this.set({ state: 'waiting' }, s.waiting)
@@ -116,11 +115,10 @@ export class Metrics {
       })
     }
     if (namesStatements(store)) {
-      const named = store.namedStatements.bind(store)
       this.gauge({
         name: 'petstore_pg_named_statements',
         help: 'PostgreSQL: 1 while hot statements are sent as named (server-side prepared) statements, 0 when they are not: PG_PREPARED_STATEMENTS=off, or auto after a transaction-mode pooler showed (logged once at warn).',
-        collect () { this.set(named() ? 1 : 0) }
+        collect () { this.set(store.namedStatements() ? 1 : 0) }
       })
     }
     this.durations = new Histogram({
