@@ -53,7 +53,7 @@ async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheT
     const header = request.headers.authorization
     const token = header === undefined ? undefined : BEARER.exec(header)?.[1]
     if (token === undefined || !verifier.knownValid(token)) await rateLimits.address(request, reply, { increment: false })
-    const sent = header !== undefined && /^bearer\s+\S/i.test(header)
+    const sent = token !== undefined || (header !== undefined && /^bearer\s+\S/i.test(header))
     // A store outage (503) is thrown by verify: it says nothing about the caller, so only a 401 counts against the address.
     const grant = !sent ? 'missing' : token === undefined ? 'unknown' : await verifier.verify(token)
     if (typeof grant === 'string') {
