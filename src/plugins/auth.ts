@@ -19,8 +19,10 @@ const CHALLENGE = 'Bearer realm="petstore"'
 // RFC 6750 §2.1: "Bearer" (any case), one or more spaces, a b64token.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
-// RFC 6750 §3.1. Unknown and revoked alike: a revoked key tells nothing more.
-function refusedKey (why: KeyRefusal): ApiError {
+// RFC 6750 §3.1: `error="invalid_token"` only when a key was actually sent. Unknown and revoked
+// alike: a revoked key tells nothing more.
+function refusedKey (why: KeyRefusal | 'missing'): ApiError {
+  if (why === 'missing') return new ApiError('unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>', { 'www-authenticate': CHALLENGE })
   const [code, description] = why === 'expired'
     ? ['key_expired', 'the API key has expired'] as const
     : ['unauthorized', 'the API key is invalid or revoked'] as const
@@ -46,30 +48,18 @@ async function bearerAuth (app: FastifyInstance, opts: { store: Store, keyCacheT
   const verifier = new ApiKeyVerifier(opts.store, opts.keyCacheTtlMs, opts.now)
   const { metrics, rateLimits } = app
 
-  async function grantFor (header: string | undefined, token: string | undefined): Promise<KeyGrant> {
-    // `error="invalid_token"` only when a key was actually sent (RFC 6750 §3.1).
-    if (header === undefined || !/^bearer\s+\S/i.test(header)) {
-      metrics.authRefusals.inc({ reason: 'missing' })
-      throw new ApiError('unauthorized', 'missing bearer API key: send Authorization: Bearer <API_KEY>', { 'www-authenticate': CHALLENGE })
-    }
-    const verdict = token === undefined ? 'unknown' : await verifier.verify(token)
-    if (typeof verdict !== 'string') return verdict
-    metrics.authRefusals.inc({ reason: verdict })
-    throw refusedKey(verdict)
-  }
-
   app.decorateRequest('apiKeyId', 0)
   app.decorate('authenticate', async function authenticate (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization
     const token = header === undefined ? undefined : BEARER.exec(header)?.[1]
-    let grant: KeyGrant
-    try {
-      if (token === undefined || !verifier.knownValid(token)) await rateLimits.address(request, reply, { increment: false })
-      grant = await grantFor(header, token)
-    } catch (err) {
-      // Only a 401 counts against the address: a store outage (503) says nothing about the caller.
-      if (err instanceof ApiError && err.statusCode === 401) await rateLimits.address(request, reply)
-      throw err
+    if (token === undefined || !verifier.knownValid(token)) await rateLimits.address(request, reply, { increment: false })
+    const sent = token !== undefined || (header !== undefined && /^bearer\s+\S/i.test(header))
+    // A store outage (503) is thrown by verify: it says nothing about the caller, so only a 401 counts against the address.
+    const grant = !sent ? 'missing' : token === undefined ? 'unknown' : await verifier.verify(token)
+    if (typeof grant === 'string') {
+      metrics.authRefusals.inc({ reason: grant })
+      await rateLimits.address(request, reply)
+      throw refusedKey(grant)
     }
     request.apiKeyId = grant.id
     // Authenticated responses are private and never stored unless a route sets an ETag (then revalidated).

@@ -27,14 +27,6 @@ const INFO_DESCRIPTION = [
     '(`components/responses`) and listed a line each after an operation\'s own; 429 and 503 also carry `Retry-After`.'
 ].join('\n')
 
-/** This server first, by a relative URL, so "Try it out" works behind any proxy; then the configured ones. */
-function servers (config: Readonly<Config>): Array<{ url: string, description: string }> {
-  const list = [{ url: '/v1', description: 'This server (where this document was fetched from)' }]
-  if (config.publicBaseUrl !== undefined) list.push({ url: config.publicBaseUrl, description: 'Production' })
-  if (config.stagingBaseUrl !== undefined && config.stagingBaseUrl !== config.publicBaseUrl) list.push({ url: config.stagingBaseUrl, description: 'Staging' })
-  return list
-}
-
 /** Every operation of the document, each path's methods in order. */
 function operations (document: Json): Json[] {
   return Object.values(document.paths as Record<string, Json>).flatMap(item => Object.values(item) as Json[])
@@ -116,7 +108,10 @@ function addCodeSamples (document: Json): Json {
 }
 
 function swaggerOptions (config: Readonly<Config>): FastifyDynamicSwaggerOptions {
-  const list = servers(config)
+  // This server first, by a relative URL, so "Try it out" works behind any proxy; then the configured ones.
+  const list = [{ url: '/v1', description: 'This server (where this document was fetched from)' }]
+  if (config.publicBaseUrl !== undefined) list.push({ url: config.publicBaseUrl, description: 'Production' })
+  if (config.stagingBaseUrl !== undefined && config.stagingBaseUrl !== config.publicBaseUrl) list.push({ url: config.stagingBaseUrl, description: 'Staging' })
   // Routes outside /v1 (health) are served from the origin of each base address.
   const rootServers = list.map(s => ({ url: s.url.replace(/\/v1$/, '') || '/', description: s.description }))
   return {

@@ -25,8 +25,7 @@ declare module 'fastify' {
  * answers (the process is alive), /readyz and /v1 answer 503 service_unavailable with Retry-After,
  * the documents and the root are served. A store that is open when the app is built has no window.
  */
-async function storeOpening (app: FastifyInstance, opts: { store: Store }): Promise<void> {
-  const store = opts.store
+async function storeOpening (app: FastifyInstance, { store }: { store: Store }): Promise<void> {
   let opening = isOpening(store)
   const tasks: Array<() => Promise<void>> = []
   let opened: Promise<void> = Promise.resolve()
