@@ -69,12 +69,12 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
     await PostgresStore.migrate(opts)
     const db = new PgDatabase(opts)
     try {
-      await checkSettings(db, opts.statementTimeoutMs)
+      await checkSettings(db, opts.pgStatementTimeoutMs)
     } catch (err) {
       await db.end()
-      throw startFailure(err, opts.url, opts.connectTimeoutMs)
+      throw startFailure(err, opts.url, opts.pgConnectTimeoutMs)
     }
-    return new PostgresStore(db, opts.statementTimeoutMs)
+    return new PostgresStore(db, opts.pgStatementTimeoutMs)
   }
 
   /** Serialized across instances; a failure's message names the cause and the setting to look at. */
@@ -86,7 +86,7 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
       await client.connect()
       return await migratePostgres(client)
     } catch (err) {
-      throw startFailure(err, opts.url, opts.connectTimeoutMs)
+      throw startFailure(err, opts.url, opts.pgConnectTimeoutMs)
     } finally {
       await client?.end().catch(() => {})
     }
