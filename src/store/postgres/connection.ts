@@ -52,8 +52,6 @@ export interface PgStatement {
 /** A named statement missing on this server connection (26000) or prepared there by another client (42P05). */
 const POOLER_STATEMENT_CODES = new Set(['26000', '42P05'])
 
-export type PgQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(s: PgStatement) => Promise<pg.QueryResult<R>>
-
 export class PgDatabase {
   readonly pool: pg.Pool
   private readonly prologue: string
@@ -154,7 +152,7 @@ export class PgDatabase {
     })
   }
 
-  async interactive<T> (fn: (query: PgQuery) => Promise<T>): Promise<T> {
+  async interactive<T> (fn: (query: PgDatabase['query']) => Promise<T>): Promise<T> {
     return await this.withClient(async (client) => {
       const begun = client.query(this.prologue).then(() => undefined, (err: unknown) => err)
       try {
