@@ -38,6 +38,7 @@ export class GroupCommit<In, Out> {
     })
   }
 
+  /** Resolves once every submitted item has settled. */
   async drain (): Promise<void> {
     while (this.inFlight || this.queue.length > 0) {
       await new Promise(resolve => setImmediate(resolve))

@@ -189,7 +189,7 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.drainCreates()
+    await this.creates.drain()
     await this.db.end()
   }
 }
