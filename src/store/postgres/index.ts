@@ -3,7 +3,7 @@ import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, planCreates } from '../creates.js'
 import { type KeysAndSettingsSql, SharedRepositories } from '../repositories.js'
 import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toIdemRecord, toPet } from '../rows.js'
-import type { ListPetsParams, NamingStopped, PooledStore, PoolStats, StatementNaming, Store } from '../store.js'
+import type { ListPetsParams, NamingStopped, PooledStore, StatementNaming, Store } from '../store.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions, type PgStatement } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
@@ -145,7 +145,7 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
     return res!.rowCount ?? 0
   }
 
-  poolStats (): PoolStats {
+  poolStats () {
     const pool = this.db.pool
     return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
   }
