@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises'
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * Items submitted while a batch commits go together in the next, so one flush acknowledges many
@@ -17,7 +17,8 @@ export interface GroupCommitOptions {
 
 export class GroupCommit<In, Out> {
   private queue: Array<{ item: In, resolve: (v: Out) => void, reject: (e: unknown) => void }> = []
-  private inFlight = false
+  /** From the first submit of a batch until the queue is empty. */
+  private flushing: Promise<void> | undefined
   private lastStart = -Infinity
   private waiting: AbortController | undefined
   private readonly opts: Required<GroupCommitOptions>
@@ -30,18 +31,14 @@ export class GroupCommit<In, Out> {
     return new Promise<Out>((resolve, reject) => {
       this.queue.push({ item, resolve, reject })
       if (this.queue.length >= this.opts.fullBatch) this.waiting?.abort()
-      if (!this.inFlight) {
-        this.inFlight = true
-        // Let every request that arrived in this turn of the event loop join the batch.
-        setImmediate(() => { void this.flush() })
-      }
+      // Let every request that arrived in this turn of the event loop join the batch.
+      this.flushing ??= nextTurn().then(async () => { await this.flush() })
     })
   }
 
+  /** Resolves once every submitted item has settled. */
   async drain (): Promise<void> {
-    while (this.inFlight || this.queue.length > 0) {
-      await new Promise(resolve => setImmediate(resolve))
-    }
+    while (this.flushing !== undefined) await this.flushing
   }
 
   private async flush (): Promise<void> {
@@ -62,6 +59,6 @@ export class GroupCommit<In, Out> {
         for (const b of batch) b.reject(err)
       }
     }
-    this.inFlight = false
+    this.flushing = undefined
   }
 }

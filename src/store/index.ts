@@ -1,4 +1,4 @@
-import { pgOptions, type StoreConfig } from './options.js'
+import type { StoreConfig } from './options.js'
 import type { SynchronousLevel } from './sqlite/connection.js'
 import type { Store } from './store.js'
 
@@ -19,7 +19,7 @@ export async function openStore (config: StoreConfig): Promise<Store> {
     return await SqliteStore.open({ path: db.path, synchronous: 'FULL' })
   }
   const { PostgresStore } = await import('./postgres/index.js')
-  return await PostgresStore.open(pgOptions(db.url, config))
+  return await PostgresStore.open({ ...config, url: db.url })
 }
 
 /**
@@ -40,5 +40,5 @@ export async function migrateStore (config: StoreConfig): Promise<number[]> {
     return SqliteStore.migrate({ path: db.path, synchronous: 'FULL' })
   }
   const { PostgresStore } = await import('./postgres/index.js')
-  return await PostgresStore.migrate(pgOptions(db.url, config))
+  return await PostgresStore.migrate({ ...config, url: db.url })
 }

@@ -29,7 +29,7 @@ export interface KeysAndSettingsSql {
  */
 export abstract class SharedRepositories implements Pick<PetRepository, 'createPet' | 'createPetIdempotent'>, ApiKeyRepository, SettingRepository {
   protected abstract readonly sql: KeysAndSettingsSql
-  private readonly creates: GroupCommit<CreateItem, CreateOutcome>
+  protected readonly creates: GroupCommit<CreateItem, CreateOutcome>
 
   constructor (createOptions?: GroupCommitOptions) {
     this.creates = new GroupCommit(async (items) => await this.commitCreates(items), createOptions)
@@ -47,11 +47,6 @@ export abstract class SharedRepositories implements Pick<PetRepository, 'createP
     if (out === null) return { outcome: 'mismatch' }
     if (typeof out === 'bigint') return { outcome: 'created', pet: storedPet(out, pet) }
     return { outcome: 'replayed', pet: out }
-  }
-
-  /** Resolves once every submitted create has settled. */
-  protected async drainCreates (): Promise<void> {
-    await this.creates.drain()
   }
 
   async createApiKey (key: NewApiKey): Promise<ApiKeyRecord> {

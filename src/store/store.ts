@@ -58,12 +58,6 @@ export interface NamingStopped {
   serverMessage: string
 }
 
-export interface PoolStats {
-  total: number
-  idle: number
-  waiting: number
-}
-
 /** Pets are immutable: nothing here updates or deletes one. */
 export interface PetRepository {
   /**
@@ -123,7 +117,7 @@ export interface StoreLifecycle {
 export interface Store extends PetRepository, IdempotencyRepository, ApiKeyRepository, SettingRepository, StoreLifecycle {}
 
 export interface PooledStore {
-  poolStats (): PoolStats
+  poolStats (): { total: number, idle: number, waiting: number }
 }
 
 export interface StatementNaming {

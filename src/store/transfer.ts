@@ -1,5 +1,5 @@
 import type { DatabaseLocation } from '../config/index.js'
-import { pgOptions, type StoreConfig } from './options.js'
+import type { StoreConfig } from './options.js'
 import type { TransferWriter } from './transfer/contract.js'
 import type { TransferReader } from './transfer/reader.js'
 
@@ -12,7 +12,7 @@ export async function openTransferReader (location: DatabaseLocation, config: St
     return openSqliteReader(location.path, 'FULL')
   }
   const { openPostgresReader } = await import('./postgres/transfer.js')
-  return await openPostgresReader(pgOptions(location.url, config))
+  return await openPostgresReader({ ...config, url: location.url })
 }
 
 export async function openTransferWriter (location: DatabaseLocation, config: StoreConfig): Promise<TransferWriter> {
@@ -21,5 +21,5 @@ export async function openTransferWriter (location: DatabaseLocation, config: St
     return SqliteTransferWriter.open(location.path, 'FULL')
   }
   const { PostgresTransferWriter } = await import('./postgres/transfer.js')
-  return await PostgresTransferWriter.open(pgOptions(location.url, config))
+  return await PostgresTransferWriter.open({ ...config, url: location.url })
 }

@@ -42,7 +42,7 @@ async function adminQuery<R extends pg.QueryResultRow> (url: string, text: strin
 }
 
 function pgOptions (url: string, over: Partial<ConstructorParameters<typeof PgDatabase>[0]> = {}): ConstructorParameters<typeof PgDatabase>[0] {
-  return { url, poolMax: 2, statementTimeoutMs: 5000, connectTimeoutMs: 2000, preparedStatements: 'off', ...over }
+  return { url, pgPoolMax: 2, pgStatementTimeoutMs: 5000, pgConnectTimeoutMs: 2000, pgPreparedStatements: 'off', ...over }
 }
 
 /**
@@ -112,7 +112,7 @@ for (const route of PG_ROUTES) {
   describe(`PostgreSQL store [${route}]`, () => {
     it('runs every write transaction with synchronous_commit on and its timeouts, whatever the server defaults', async (t) => {
       const { url } = await databaseWithCarelessDefaults(t, route, ['synchronous_commit = off', 'statement_timeout = 0'])
-      const db = new PgDatabase(pgOptions(url, { statementTimeoutMs: 1234 }))
+      const db = new PgDatabase(pgOptions(url, { pgStatementTimeoutMs: 1234 }))
       onCleanup(t, async () => await db.end())
       const sql = "SELECT current_setting('synchronous_commit') AS sc, current_setting('statement_timeout') AS st, current_setting('idle_in_transaction_session_timeout') AS idle, 9007199254740993::int8 AS n"
       const outside = await db.query<{ sc: string, st: string }>({ text: sql })
@@ -250,7 +250,7 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
 
   it('with PG_PREPARED_STATEMENTS=auto, names primary-key reads on a direct connection', async (t) => {
     const url = await createTestDatabase(t)
-    const db = new PgDatabase(pgOptions(url, { poolMax: 1, preparedStatements: 'auto' }))
+    const db = new PgDatabase(pgOptions(url, { pgPoolMax: 1, pgPreparedStatements: 'auto' }))
     onCleanup(t, async () => await db.end())
     const read = { name: 'get_one', stablePlan: true, text: 'SELECT $1::int8 AS n', values: ['7'] }
     assert.deepEqual((await db.query(read)).rows, [{ n: 7n }])
@@ -268,7 +268,7 @@ describe('PostgreSQL store through a transaction-mode pooler', () => {
     // One server connection for everyone, as in the test above where `on` fails.
     const bouncer = await ownPgBouncer(t, { default_pool_size: 1 })
     const url = via(await createTestDatabase(t), bouncer.url)
-    const dbs = [1, 2].map(() => new PgDatabase(pgOptions(url, { poolMax: 2, preparedStatements: 'auto' })))
+    const dbs = [1, 2].map(() => new PgDatabase(pgOptions(url, { pgPoolMax: 2, pgPreparedStatements: 'auto' })))
     onCleanup(t, async () => await Promise.all(dbs.map(async db => await db.end())))
     for (let round = 0; round < 5; round++) {
       const reads = await Promise.all(dbs.flatMap(db => [1, 2].map(async (i) =>

@@ -1,23 +1,17 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { OutcomeUnknownError, StoreUnavailableError } from '../../errors.js'
+import type { StoreConfig } from '../options.js'
 import type { NamingStopped } from '../store.js'
 
 /**
- * Named (server-side prepared) statements. `on`: direct connections or a pooler that tracks them.
+ * The store's settings and its URL. pgPreparedStatements, named (server-side prepared) statements:
+ * `on`: direct connections or a pooler that tracks them.
  * `auto`: stable-plan statements that run alone are named until the server reports one missing or
  * already there (a transaction-mode pooler), then never again; the refused statement ran nothing and
  * is retried unnamed. Explicit transactions stay unnamed, so the probe never aborts one.
  */
-export type PreparedStatementsMode = 'off' | 'on' | 'auto'
-
-export interface PgConnectionOptions {
-  url: string
-  poolMax: number
-  statementTimeoutMs: number
-  connectTimeoutMs: number
-  preparedStatements: PreparedStatementsMode
-}
+export type PgConnectionOptions = Omit<StoreConfig, 'database'> & { url: string }
 
 /** int8 parsed to BigInt, exactly; set on our pools only, never on pg's global parser table. */
 const pgTypes = new pg.TypeOverrides()
@@ -30,7 +24,7 @@ pgTypes.setTypeParser(pg.types.builtins.INT8, BigInt)
 function clientConfig (opts: PgConnectionOptions): pg.ClientConfig {
   return {
     connectionString: opts.url,
-    connectionTimeoutMillis: opts.connectTimeoutMs,
+    connectionTimeoutMillis: opts.pgConnectTimeoutMs,
     keepAlive: true,
     application_name: 'petstore',
     types: pgTypes
@@ -58,8 +52,6 @@ export interface PgStatement {
 /** A named statement missing on this server connection (26000) or prepared there by another client (42P05). */
 const POOLER_STATEMENT_CODES = new Set(['26000', '42P05'])
 
-export type PgQuery = <R extends pg.QueryResultRow = pg.QueryResultRow>(s: PgStatement) => Promise<pg.QueryResult<R>>
-
 export class PgDatabase {
   readonly pool: pg.Pool
   private readonly prologue: string
@@ -70,15 +62,15 @@ export class PgDatabase {
   private readonly stopped = Promise.withResolvers<NamingStopped>()
 
   constructor (private readonly opts: PgConnectionOptions) {
-    this.prologue = txPrologue(opts.statementTimeoutMs)
-    this.autoNamed = opts.preparedStatements === 'auto'
+    this.prologue = txPrologue(opts.pgStatementTimeoutMs)
+    this.autoNamed = opts.pgPreparedStatements === 'auto'
     this.pool = new pg.Pool({
       ...clientConfig(opts),
-      max: opts.poolMax,
+      max: opts.pgPoolMax,
       // BEGIN … COMMIT in one round trip: no lock is held across a client round trip.
       pipeline: true,
       // Reads run without the prologue; the client bounds them (and drops the connection).
-      query_timeout: opts.statementTimeoutMs + 1000
+      query_timeout: opts.pgStatementTimeoutMs + 1000
     })
     // Without listeners a connection the server drops (idle or checked out) would crash the process.
     this.pool.on('error', () => {})
@@ -86,7 +78,7 @@ export class PgDatabase {
   }
 
   get namedReads (): boolean {
-    return this.opts.preparedStatements === 'on' || this.autoNamed
+    return this.opts.pgPreparedStatements === 'on' || this.autoNamed
   }
 
   onNamingStopped (fn: (e: NamingStopped) => void): void {
@@ -103,7 +95,7 @@ export class PgDatabase {
   }
 
   private prepared (s: PgStatement): pg.QueryConfig {
-    return this.opts.preparedStatements === 'on' && s.name !== undefined
+    return this.opts.pgPreparedStatements === 'on' && s.name !== undefined
       ? this.named(s, s.name)
       : { text: s.text, values: s.values ?? [] }
   }
@@ -160,7 +152,7 @@ export class PgDatabase {
     })
   }
 
-  async interactive<T> (fn: (query: PgQuery) => Promise<T>): Promise<T> {
+  async interactive<T> (fn: (query: PgDatabase['query']) => Promise<T>): Promise<T> {
     return await this.withClient(async (client) => {
       const begun = client.query(this.prologue).then(() => undefined, (err: unknown) => err)
       try {

@@ -3,7 +3,7 @@ import type { NewPet, Pet } from '../../schemas/pets.js'
 import { type CreateItem, type CreateOutcome, createOutcomes, idempotencyKeys, keyOf, planCreates } from '../creates.js'
 import { type KeysAndSettingsSql, SharedRepositories } from '../repositories.js'
 import { type IdemRecord, type IdemRow, KEY_COLUMNS, KEY_GRANT_COLUMNS, type KeyGrantRow, type KeyRow, pageAfter, type PetRow, toIdemRecord, toPet } from '../rows.js'
-import type { ListPetsParams, NamingStopped, PooledStore, PoolStats, StatementNaming, Store } from '../store.js'
+import type { ListPetsParams, NamingStopped, PooledStore, StatementNaming, Store } from '../store.js'
 import { createMigrationClient, PgDatabase, type PgConnectionOptions, type PgStatement } from './connection.js'
 import { migratePostgres } from './migrations.js'
 import { PgSettingError, startFailure } from './start-failure.js'
@@ -69,12 +69,12 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
     await PostgresStore.migrate(opts)
     const db = new PgDatabase(opts)
     try {
-      await checkSettings(db, opts.statementTimeoutMs)
+      await checkSettings(db, opts.pgStatementTimeoutMs)
     } catch (err) {
       await db.end()
-      throw startFailure(err, opts.url, opts.connectTimeoutMs)
+      throw startFailure(err, opts.url, opts.pgConnectTimeoutMs)
     }
-    return new PostgresStore(db, opts.statementTimeoutMs)
+    return new PostgresStore(db, opts.pgStatementTimeoutMs)
   }
 
   /** Serialized across instances; a failure's message names the cause and the setting to look at. */
@@ -86,7 +86,7 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
       await client.connect()
       return await migratePostgres(client)
     } catch (err) {
-      throw startFailure(err, opts.url, opts.connectTimeoutMs)
+      throw startFailure(err, opts.url, opts.pgConnectTimeoutMs)
     } finally {
       await client?.end().catch(() => {})
     }
@@ -145,7 +145,7 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
     return res!.rowCount ?? 0
   }
 
-  poolStats (): PoolStats {
+  poolStats () {
     const pool = this.db.pool
     return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
   }
@@ -189,7 +189,7 @@ export class PostgresStore extends SharedRepositories implements Store, PooledSt
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.drainCreates()
+    await this.creates.drain()
     await this.db.end()
   }
 }

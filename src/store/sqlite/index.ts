@@ -329,7 +329,7 @@ export class SqliteStore extends SharedRepositories implements Store, Background
   }
 
   async close (): Promise<void> {
-    await this.drainCreates()
+    await this.creates.drain()
     await this.lost.rescue
     await this.writer?.close()
     await this.wal?.close()
