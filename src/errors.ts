@@ -51,13 +51,10 @@ export interface FieldError {
 
 /** An error the API answers as-is: its code, status and message reach the client. */
 export class ApiError extends Error {
-  readonly code: ErrorCode
   readonly statusCode: number
-  readonly headers: Record<string, string> | undefined
-  /** Each broken rule of a body, when the error is about its fields (validation_failed). */
-  readonly details: FieldError[] | undefined
 
-  constructor (code: ErrorCode, message: string, headers?: Record<string, string>, details?: FieldError[]) {
+  /** `details`: each broken rule of a body, when the error is about its fields (validation_failed). */
+  constructor (readonly code: ErrorCode, message: string, readonly headers?: Record<string, string>, readonly details?: FieldError[]) {
     // An answer for the client, never logged with a stack (the error handler logs only the errors
     // behind a 500, with theirs): capturing the frames would be the dearest step of an error response.
     const limit = Error.stackTraceLimit
@@ -65,10 +62,7 @@ export class ApiError extends Error {
     super(message)
     Error.stackTraceLimit = limit
     this.name = 'ApiError'
-    this.code = code
     this.statusCode = ERROR_CODES[code].status
-    this.headers = headers
-    this.details = details
   }
 
   toBody (): ErrorBody {

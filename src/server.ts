@@ -3,7 +3,6 @@ import './runtime/node-version.js'
 // Second: caches compiled code for the modules loaded after it.
 import './runtime/compile-cache.js'
 import { realpathSync } from 'node:fs'
-import { pathToFileURL } from 'node:url'
 import type { StoreOptions } from './store/index.js'
 
 /*
@@ -30,7 +29,7 @@ function isEntry (): boolean {
   const argv1 = process.argv[1]
   if (argv1 === undefined) return false
   try {
-    return import.meta.url === pathToFileURL(realpathSync(argv1)).href
+    return import.meta.filename === realpathSync(argv1)
   } catch {
     return false
   }

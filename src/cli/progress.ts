@@ -1,12 +1,12 @@
 import cliProgress from 'cli-progress'
-import { NO_PROGRESS, type Progress } from '../services/transfer/run.js'
+import type { Progress } from '../store/transfer/contract.js'
 
 /**
  * A progress bar (count, rate, ETA) on stderr when stderr is a terminal; nothing at all otherwise,
  * so pipes, files and scripts see no progress output. Drawn by cli-progress.
  */
 export function terminalProgress (label: string): Progress {
-  if (process.stderr.isTTY !== true) return NO_PROGRESS
+  if (process.stderr.isTTY !== true) return { start () {}, update () {}, stop () {} }
   let bar: cliProgress.SingleBar | undefined
   let startedAt = 0
   return {

@@ -70,16 +70,13 @@ export class ApiKeyVerifier {
   /** By hash: until when a key that verified here is known valid; least recently verified go first. */
   private readonly valid = new LRUCache<string, number>({ max: MAX_ENTRIES })
   private usedAt = new Map<number, number>()
-  private readonly timer: NodeJS.Timeout
+  private readonly timer = setInterval(() => { void this.flushLastUsed() }, 5000).unref()
 
   constructor (
     private readonly store: Store,
     private readonly ttlMs: number,
     private readonly now: Clock
-  ) {
-    this.timer = setInterval(() => { void this.flushLastUsed() }, 5000)
-    this.timer.unref()
-  }
+  ) {}
 
   /**
    * From memory only. Not an authentication: it lets a key that verified here past its address's

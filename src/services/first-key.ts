@@ -28,8 +28,8 @@ export async function handOutFirstKey (store: Store, config: Pick<Config, 'first
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
     fd = openSync(path, 'w', 0o600)
     fchmodSync(fd, 0o600) // an existing file keeps its old mode otherwise
-  } catch (err) {
-    throw new FirstKeyFileError(path, err)
+  } catch (cause) {
+    throw new DescribedError(`cannot write the first API key to ${path} (${(cause as { code?: string }).code ?? (cause as Error).message}); set FIRST_KEY_FILE to a writable path, or make a key first with petstore keys create --name NAME --create`, { cause })
   }
   try {
     const { key } = await createApiKey(store, 'first key')
@@ -39,11 +39,4 @@ export async function handOutFirstKey (store: Store, config: Pick<Config, 'first
     closeSync(fd)
   }
   log.info({ file: path }, `No API keys existed, so one was created. It is in ${path} (mode 0600): copy it, then delete the file. Make more with: ${config.cli} keys create --name NAME`)
-}
-
-export class FirstKeyFileError extends DescribedError {
-  constructor (readonly path: string, cause: unknown) {
-    super(`cannot write the first API key to ${path} (${(cause as { code?: string }).code ?? (cause as Error).message}); set FIRST_KEY_FILE to a writable path, or make a key first with petstore keys create --name NAME --create`, { cause })
-    this.name = 'FirstKeyFileError'
-  }
 }

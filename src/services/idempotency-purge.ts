@@ -13,7 +13,6 @@ export default async function idempotencyPurge (app: FastifyInstance, opts: Idem
   const timer = setInterval(() => {
     opts.store.purgeIdempotencyKeys(new Date(opts.now() - opts.ttlMs))
       .catch((err: unknown) => app.log.warn({ err }, 'purging expired idempotency keys failed'))
-  }, 3600000)
-  timer.unref()
+  }, 3600000).unref()
   app.addHook('onClose', async () => { clearInterval(timer) })
 }

@@ -22,8 +22,6 @@ export interface Header {
   counts: Counts
 }
 
-export interface EndRecord { type: 'end', petsSha256: string }
-
 const str = (s: string) => JSON.stringify(s)
 const time = (ms: number | null) => JSON.stringify(isoTime(ms))
 
@@ -47,7 +45,7 @@ export function petLine (p: { id: bigint, name: string, categoryId: bigint, stat
   return `{"type":"pet","id":${p.id},"name":${str(p.name)},"categoryId":${p.categoryId},"status":${str(p.status)}}`
 }
 
-export function endLine (e: EndRecord): string {
+export function endLine (e: { type: 'end', petsSha256: string }): string {
   return `{"type":"end","petsSha256":${str(e.petsSha256)}}`
 }
 

@@ -8,8 +8,6 @@ import {
 import type { Line } from './lines.js'
 import { parseExport } from './parse.js'
 
-export type { Progress } from '../../store/transfer/contract.js'
-export const NO_PROGRESS: Progress = { start () {}, update () {}, stop () {} }
 const PROGRESS_EVERY = 1000
 
 export interface StoreSummary { kind: 'sqlite' | 'postgres', counts: Counts, petsSha256: string }
