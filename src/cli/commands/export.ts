@@ -3,9 +3,8 @@ import type { Command } from 'commander'
 import type { Clock } from '../../runtime/clock.js'
 import { AtomicFile } from '../../services/transfer/files.js'
 import { exportStore, LineSink, type StoreSummary } from '../../services/transfer/run.js'
-import { openTransferReader } from '../../store/transfer.js'
 import { loadConfig, type Config } from '../../config/index.js'
-import { announceStore } from '../store.js'
+import { announceStore, reading } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
 
@@ -16,24 +15,23 @@ import { describeCounts, report, secondsSince } from '../summary.js'
 export async function writeExport (config: Config, clock: Clock, label: string, path: string | undefined,
   check?: (tmp: string, summary: StoreSummary) => Promise<void>): Promise<StoreSummary> {
   // The store first: a store that cannot be read leaves no partial file behind.
-  const reader = await openTransferReader(config.database, config)
-  const file = path === undefined ? undefined : new AtomicFile(path)
-  try {
-    await file?.ready()
-    const now = new Date(clock())
-    const summary = await exportStore(reader, new LineSink(file?.stream ?? process.stdout), {
-      liveSince: now.getTime() - config.idempotencyTtlMs, now, progress: terminalProgress(label)
-    })
-    await file?.finish()
-    if (file !== undefined) await check?.(file.tmp, summary)
-    await file?.commit()
-    return summary
-  } catch (err) {
-    await file?.abort()
-    throw err
-  } finally {
-    await reader.close()
-  }
+  return await reading(config.database, config, async reader => {
+    const file = path === undefined ? undefined : new AtomicFile(path)
+    try {
+      await file?.ready()
+      const now = new Date(clock())
+      const summary = await exportStore(reader, new LineSink(file?.stream ?? process.stdout), {
+        liveSince: now.getTime() - config.idempotencyTtlMs, now, progress: terminalProgress(label)
+      })
+      await file?.finish()
+      if (file !== undefined) await check?.(file.tmp, summary)
+      await file?.commit()
+      return summary
+    } catch (err) {
+      await file?.abort()
+      throw err
+    }
+  })
 }
 
 export function registerExportCommand (program: Command, clock: Clock): void {
