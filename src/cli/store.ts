@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs'
 import type { Command } from 'commander'
 import { loadConfig, PROJECT_ROOT, type Config, type DatabaseLocation } from '../config/index.js'
 import { describeFailure } from '../runtime/failure-lines.js'
-import { openStore, type Store } from '../store/index.js'
+import { openStore, type Store, type StoreConfig } from '../store/index.js'
+import { openTransferReader } from '../store/transfer.js'
+import type { TransferReader } from '../store/transfer/reader.js'
 import { describeLocation } from '../store/location.js'
 // store-file.ts, not start-checks.ts: this module must not load the SQLite driver (a PostgreSQL CLI never does).
 import { isNew } from '../store/sqlite/store-file.js'
@@ -63,5 +65,15 @@ export async function withStore<T> (opts: StoreOptions, fn: (store: Store, confi
   } catch (err) {
     if (err instanceof CliError) throw err
     throw new CliError(describeFailure(err, config))
+  }
+}
+
+/** Opens a reader of the store at `location`, runs fn, and closes it. */
+export async function reading<T> (location: DatabaseLocation, config: StoreConfig, fn: (reader: TransferReader) => Promise<T>): Promise<T> {
+  const reader = await openTransferReader(location, config)
+  try {
+    return await fn(reader)
+  } finally {
+    await reader.close()
   }
 }

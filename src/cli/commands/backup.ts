@@ -3,20 +3,19 @@ import { dirname, resolve } from 'node:path'
 import type { Command } from 'commander'
 import type { Clock } from '../../runtime/clock.js'
 import { readLines } from '../../services/transfer/lines.js'
-import { AtomicFile } from '../../services/transfer/files.js'
 import { parseExport } from '../../services/transfer/parse.js'
-import { exportStore, LineSink } from '../../services/transfer/run.js'
-import { openTransferReader } from '../../store/transfer.js'
+import type { StoreSummary } from '../../services/transfer/run.js'
 import { loadConfig } from '../../config/index.js'
 import { announceStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { describeCounts, report, secondsSince } from '../summary.js'
+import { writeExport } from './export.js'
 
 /** Reads a written export back through the import's checks (counts, every line, checksum), touching no store. */
-async function verifyExportFile (path: string): Promise<string> {
+async function verifyExportFile (path: string, written: StoreSummary): Promise<void> {
   const file = await parseExport(readLines(createReadStream(path))[Symbol.asyncIterator]())
   for await (const _ of file.records) { /* each record is checked as it is read */ }
-  return file.petsSha256()
+  if (file.petsSha256() !== written.petsSha256) throw new Error('the backup file does not read back as written')
 }
 
 export function registerBackupCommand (program: Command, clock: Clock): void {
@@ -46,24 +45,8 @@ export function registerBackupCommand (program: Command, clock: Clock): void {
           `backed up ${r.pets} pets and ${r.apiKeys} API keys to ${dest} (${r.bytes} bytes, integrity_check ok)`)
         return
       }
-      // The store first: a store that cannot be read leaves no partial file behind.
-      const reader = await openTransferReader(db, config)
-      const file = new AtomicFile(dest)
-      try {
-        await file.ready()
-        const now = new Date(clock())
-        const summary = await exportStore(reader, new LineSink(file.stream), { liveSince: now.getTime() - config.idempotencyTtlMs, now, progress: terminalProgress('backup') })
-        await file.finish()
-        const checked = await verifyExportFile(file.tmp)
-        if (checked !== summary.petsSha256) throw new Error('the backup file does not read back as written')
-        await file.commit()
-        report(opts.json === true, { command: 'backup', source: 'postgres', path: dest, format: 'ndjson', counts: summary.counts, petsSha256: summary.petsSha256, verified: true, seconds: secondsSince(started) },
-          `backed up ${describeCounts(summary.counts)} to ${dest} (export format, read back and verified)`)
-      } catch (err) {
-        await file.abort()
-        throw err
-      } finally {
-        await reader.close()
-      }
+      const summary = await writeExport(config, clock, 'backup', dest, verifyExportFile)
+      report(opts.json === true, { command: 'backup', source: 'postgres', path: dest, format: 'ndjson', counts: summary.counts, petsSha256: summary.petsSha256, verified: true, seconds: secondsSince(started) },
+        `backed up ${describeCounts(summary.counts)} to ${dest} (export format, read back and verified)`)
     })
 }

@@ -4,22 +4,10 @@ import type { Clock } from '../../runtime/clock.js'
 import { ConfigError, type DatabaseLocation, loadConfig, parseDatabaseUrl } from '../../config/index.js'
 import { COUNT_NAMES } from '../../services/transfer/format.js'
 import { copyStore, sameSummary, type StoreSummary, summarizeStore } from '../../services/transfer/run.js'
-import { openTransferReader, openTransferWriter } from '../../store/transfer.js'
-import type { TransferReader } from '../../store/transfer/reader.js'
-import type { StoreConfig } from '../../store/index.js'
-import { requireDatabase, sayStore } from '../store.js'
+import { openTransferWriter } from '../../store/transfer.js'
+import { reading, requireDatabase, sayStore } from '../store.js'
 import { terminalProgress } from '../progress.js'
 import { report, secondsSince } from '../summary.js'
-
-/** Opens a reader of the store at `location`, runs fn, and closes it. */
-async function reading<T> (location: DatabaseLocation, config: StoreConfig, fn: (reader: TransferReader) => Promise<T>): Promise<T> {
-  const reader = await openTransferReader(location, config)
-  try {
-    return await fn(reader)
-  } finally {
-    await reader.close()
-  }
-}
 
 function table (source: StoreSummary, target: StoreSummary): string {
   const rows = [['', `source (${source.kind})`, `target (${target.kind})`]]

@@ -1,6 +1,5 @@
-import type { Command } from 'commander'
+import { InvalidArgumentError, type Command } from 'commander'
 import type { Clock } from '../../runtime/clock.js'
-import { InvalidArgumentError } from 'commander'
 import { ALL_SCOPES, isScope, type Scope } from '../../schemas/scopes.js'
 import type { ApiKeyRecord } from '../../store/store.js'
 import { createApiKey, keyState, type KeyState } from '../../services/api-keys.js'
