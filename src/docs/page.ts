@@ -13,32 +13,14 @@ export const DOCS_TITLE = 'Petstore API reference'
 const LOGO_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f4f"/>' +
   '<text x="16" y="23" font-family="sans-serif" font-size="20" font-weight="bold" text-anchor="middle" fill="#fff">P</text></svg>'
 
-/** Hidden: the media type selector (all JSON), links (none), and the Error example under each 4xx/5xx (one shape). */
-const COMPACT_RESPONSES_CSS = [
-  '.swagger-ui .responses-table .response-controls, .swagger-ui .responses-table .response-col_links { display: none; }',
-  '.swagger-ui .responses-table .headers-wrapper td, .swagger-ui .responses-table .headers-wrapper th { padding: 2px 8px 2px 0; }',
-  '.swagger-ui .responses-table tr.response[data-code^="4"] .model-example, .swagger-ui .responses-table tr.response[data-code^="5"] .model-example { display: none; }',
-  '.swagger-ui .responses-table tr.petstore-shared td { padding: 2px 0; }',
-  '.swagger-ui .responses-table tr.response:not(.petstore-shared) + tr.petstore-shared td { border-top: 1px solid #d8dde7; padding-top: 8px; }',
-  '.swagger-ui tr.petstore-shared .markdown p, .swagger-ui tr.petstore-shared .renderedMarkdown p { margin: 0; }',
-  '.swagger-ui tr.petstore-shared .response-col_description div, .swagger-ui tr.petstore-shared .response-col_description p { display: inline; }',
-  '.swagger-ui .petstore-shared-headers, .swagger-ui .petstore-common-headers { font-size: 12px; color: #555; margin-left: 0.5em; }',
-  '.swagger-ui .petstore-common-headers { margin: 2px 0 6px; }',
-  '.swagger-ui .body-param__text { min-height: 7em; height: 7em; }',
-  '.swagger-ui .petstore-shared-open { border: none; background: none; color: #3b4151; text-decoration: underline; cursor: pointer; font-size: 12px; padding: 0; }',
-  '.swagger-ui .petstore-samples { margin: 0 20px 10px; font-size: 14px; }',
-  '.swagger-ui .petstore-samples summary { cursor: pointer; font-weight: bold; padding: 6px 0; }',
-  '.swagger-ui .petstore-sample h5 { margin: 8px 0 4px; }'
-].join('\n')
-
 /** From the installed package: the page loads nothing from elsewhere. */
 function losslessJsonBrowserBuild (): string {
   const file = createRequire(import.meta.url).resolve('lossless-json') // the "require" entry: its UMD build
   return readFileSync(file, 'utf8').replace(/\n?\/\/# sourceMappingURL=\S+\s*$/, '\n')
 }
 
-/** The page's own scripts: browser JavaScript in public/docs/, shipped as it is (neither compiled nor bundled). */
-function pageScript (name: string): string {
+/** The page's own scripts and styles: browser files in public/docs/, shipped as they are (neither compiled nor bundled). */
+function pageFile (name: string): string {
   return readFileSync(join(PROJECT_ROOT, 'public/docs', name), 'utf8')
 }
 
@@ -68,10 +50,10 @@ export function docsPageOptions (config: Readonly<Config>): FastifySwaggerUiOpti
       title: DOCS_TITLE,
       js: [
         { filename: 'lossless-json.js', content: losslessJsonBrowserBuild() },
-        { filename: 'exact-integers.js', content: pageScript('exact-integers.js') },
-        { filename: 'reading.js', content: pageScript('reading.js') }
+        { filename: 'exact-integers.js', content: pageFile('exact-integers.js') },
+        { filename: 'reading.js', content: pageFile('reading.js') }
       ],
-      css: [{ filename: 'petstore.css', content: COMPACT_RESPONSES_CSS }],
+      css: [{ filename: 'petstore.css', content: pageFile('petstore.css') }],
       favicon: [{ filename: 'petstore.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: LOGO_SVG }]
     },
     logo: { type: 'image/svg+xml', content: LOGO_SVG },
